@@ -1,0 +1,41 @@
+// lamina-inspect: a readable (or JSON) summary of a GGUF file.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "lamina/gguf/file.h"
+#include "report.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"lamina-inspect: print the header, metadata and tensor table of a GGUF file"};
+  app.set_version_flag("--version", std::string("lamina-inspect ") + LAMINA_VERSION);
+  std::string path;
+  bool json = false;
+  lamina::inspect::ReportOptions options;
+  app.add_option("FILE", path, "GGUF file to inspect")->required();
+  app.add_flag("--json", json, "print one JSON document instead of text");
+  app.add_flag("--full", options.full, "print long metadata arrays whole");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    const auto file = lamina::gguf::GgufFile::open(path);
+    if (json) {
+      lamina::inspect::print_json_report(std::cout, file);
+    } else {
+      lamina::inspect::print_text_report(std::cout, file, options);
+    }
+    std::cout.flush();
+    if (!std::cout) {
+      std::cerr << "lamina-inspect: error writing output\n";
+      return 1;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "lamina-inspect: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

@@ -117,17 +117,22 @@ bool GgufWriter::remove(std::string_view key) {
 
 void GgufWriter::add_tensor(std::string name, TensorType type, std::span<const uint64_t> shape,
                             std::span<const std::byte> data) {
-  add_checked(std::move(name), type, shape, data, /*copy=*/true);
+  add_checked(std::move(name), type, shape, data, Storage::Copy);
 }
 
 void GgufWriter::add_tensor_view(std::string name, TensorType type,
                                  std::span<const uint64_t> shape,
                                  std::span<const std::byte> data) {
-  add_checked(std::move(name), type, shape, data, /*copy=*/false);
+  add_checked(std::move(name), type, shape, data, Storage::View);
+}
+
+void GgufWriter::add_tensor_deferred(std::string name, TensorType type,
+                                     std::span<const uint64_t> shape) {
+  add_checked(std::move(name), type, shape, {}, Storage::Deferred);
 }
 
 void GgufWriter::add_checked(std::string name, TensorType type, std::span<const uint64_t> shape,
-                             std::span<const std::byte> data, bool copy) {
+                             std::span<const std::byte> data, Storage storage) {
   if (name.empty()) throw GgufError("empty tensor name");
   if (shape.empty() || shape.size() > kMaxDims)
     throw GgufError("tensor '" + name + "': n_dims " + std::to_string(shape.size()) +
@@ -141,18 +146,24 @@ void GgufWriter::add_checked(std::string name, TensorType type, std::span<const 
   } catch (const GgufError& e) {
     throw GgufError("tensor '" + name + "': " + e.what());
   }
-  if (data.size() != n_bytes)
+  const bool deferred = storage == Storage::Deferred;
+  if (!deferred && data.size() != n_bytes)
     throw GgufError("tensor '" + name + "': got " + std::to_string(data.size()) +
                     " bytes, its type and shape need " + std::to_string(n_bytes));
-  PendingTensor t{std::move(name), type, {shape.begin(), shape.end()}, {}, data};
-  if (copy) {
+  PendingTensor t{std::move(name), type, {shape.begin(), shape.end()}, n_bytes, deferred, {}, data};
+  if (storage == Storage::Copy) {
     t.owned.assign(data.begin(), data.end());
     t.data = t.owned;
   }
   tensors_.push_back(std::move(t));
 }
 
-void GgufWriter::write(std::ostream& out) const {
+void GgufWriter::write(std::ostream& out, const TensorFiller& fill) const {
+  if (!fill) {
+    for (const auto& t : tensors_) {
+      if (t.deferred) throw GgufError("tensor '" + t.name + "' is deferred and no filler was given");
+    }
+  }
   ByteSink sink(out);
   sink.put<uint32_t>(0x46554747);  // "GGUF"
   sink.put<uint32_t>(kVersion);
@@ -170,31 +181,46 @@ void GgufWriter::write(std::ostream& out) const {
     for (uint64_t d : t.shape) sink.put<uint64_t>(d);
     sink.put<uint32_t>(static_cast<uint32_t>(t.type));
     sink.put<uint64_t>(offset);
-    offset = align_up(offset + t.data.size(), alignment_);
+    offset = align_up(offset + t.n_bytes, alignment_);
   }
   sink.pad_to(alignment_);
-  for (const auto& t : tensors_) {
-    sink.bytes(t.data.data(), t.data.size());
+  std::vector<std::byte> produced;  // one deferred tensor at a time
+  for (std::size_t i = 0; i < tensors_.size(); ++i) {
+    const auto& t = tensors_[i];
+    if (t.deferred) {
+      produced.resize(t.n_bytes);
+      fill(i, produced);
+      sink.bytes(produced.data(), produced.size());
+    } else {
+      sink.bytes(t.data.data(), t.data.size());
+    }
     sink.pad_to(alignment_);
+    if (!out) throw GgufError("write failed");
   }
   if (!out) throw GgufError("write failed");
 }
 
-void GgufWriter::write_file(const std::filesystem::path& path) const {
+void GgufWriter::write_file(const std::filesystem::path& path, const TensorFiller& fill) const {
   std::filesystem::path tmp = path;
   tmp += ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw GgufError(tmp.string() + ": cannot create: " + std::strerror(errno));
-    try {
-      write(out);
-      out.flush();
-      if (!out) throw GgufError("write failed");
-    } catch (const GgufError& e) {
+    const auto discard = [&] {
       out.close();
       std::error_code ignored;
       std::filesystem::remove(tmp, ignored);
+    };
+    try {
+      write(out, fill);
+      out.flush();
+      if (!out) throw GgufError("write failed");
+    } catch (const GgufError& e) {
+      discard();
       throw GgufError(tmp.string() + ": " + e.what());
+    } catch (...) {
+      discard();
+      throw;
     }
   }
   std::error_code ec;
@@ -206,9 +232,9 @@ void GgufWriter::write_file(const std::filesystem::path& path) const {
   }
 }
 
-std::vector<std::byte> GgufWriter::to_bytes() const {
+std::vector<std::byte> GgufWriter::to_bytes(const TensorFiller& fill) const {
   std::ostringstream out(std::ios::binary);
-  write(out);
+  write(out, fill);
   const std::string s = out.str();
   std::vector<std::byte> bytes(s.size());
   std::memcpy(bytes.data(), s.data(), s.size());

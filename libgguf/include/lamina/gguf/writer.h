@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -35,23 +36,37 @@ class GgufWriter {
   void add_tensor_view(std::string name, TensorType type, std::span<const uint64_t> shape,
                        std::span<const std::byte> data);
 
-  // Writes the whole file. Throws GgufError on an I/O problem.
-  void write(std::ostream& out) const;
+  // Declares a tensor whose bytes are produced only while the file is
+  // written (see TensorFiller), so a large model never has to be held in
+  // memory whole.
+  void add_tensor_deferred(std::string name, TensorType type, std::span<const uint64_t> shape);
+
+  // Produces a deferred tensor's bytes: called once per deferred tensor, in
+  // the order tensors were added, with `index` its position among all tensors
+  // and `out` exactly its byte size. Exceptions propagate out of the write.
+  using TensorFiller = std::function<void(std::size_t index, std::span<std::byte> out)>;
+
+  // Writes the whole file. Throws GgufError on an I/O problem, or when a
+  // tensor is deferred and `fill` is empty.
+  void write(std::ostream& out, const TensorFiller& fill = {}) const;
   // Writes to a temporary next to `path` and renames it into place, so a
-  // failure never leaves a half-written file behind.
-  void write_file(const std::filesystem::path& path) const;
-  std::vector<std::byte> to_bytes() const;
+  // failure (a filler's exception included) never leaves a file behind.
+  void write_file(const std::filesystem::path& path, const TensorFiller& fill = {}) const;
+  std::vector<std::byte> to_bytes(const TensorFiller& fill = {}) const;
 
  private:
   struct PendingTensor {
     std::string name;
     TensorType type;
     std::vector<uint64_t> shape;
+    uint64_t n_bytes;
+    bool deferred;
     std::vector<std::byte> owned;
     std::span<const std::byte> data;  // into `owned` or the caller's buffer
   };
+  enum class Storage { Copy, View, Deferred };
   void add_checked(std::string name, TensorType type, std::span<const uint64_t> shape,
-                   std::span<const std::byte> data, bool copy);
+                   std::span<const std::byte> data, Storage storage);
 
   uint32_t alignment_;
   std::vector<std::pair<std::string, Value>> metadata_;

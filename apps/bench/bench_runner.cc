@@ -1,0 +1,122 @@
+#include "bench_runner.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "lamina/model/forward.h"
+#include "lamina/model/model.h"
+
+namespace lamina::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+uint64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+std::string type_mix(const gguf::GgufFile& file) {
+  std::map<std::string, uint64_t> bytes;
+  for (const auto& t : file.tensors()) bytes[std::string(gguf::tensor_type_name(t.type))] += t.n_bytes;
+  std::vector<std::pair<uint64_t, std::string>> order;
+  for (const auto& [name, n] : bytes) order.emplace_back(n, name);
+  std::sort(order.rbegin(), order.rend());
+  std::string s;
+  for (const auto& [n, name] : order) s += (s.empty() ? "" : "+") + name;
+  return s;
+}
+
+// Token ids drawn from the vocabulary; the speed does not depend on which.
+std::vector<model::TokenInput> make_tokens(int n, uint32_t n_vocab, uint32_t first_pos, bool logits_last) {
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(n_vocab) - 1);
+  std::vector<model::TokenInput> tokens(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) tokens[static_cast<std::size_t>(i)] = {pick(rng), first_pos + static_cast<uint32_t>(i), 0, false};
+  if (logits_last && n > 0) tokens.back().logits = true;
+  return tokens;
+}
+
+double time_prompt(model::CpuForward& fwd, const std::vector<model::TokenInput>& tokens) {
+  const auto start = Clock::now();
+  fwd.decode(tokens);
+  return seconds_since(start);
+}
+
+double time_generation(model::CpuForward& fwd, const std::vector<model::TokenInput>& tokens) {
+  const auto start = Clock::now();
+  for (auto t : tokens) {
+    t.logits = true;
+    fwd.decode(std::span(&t, 1));
+  }
+  return seconds_since(start);
+}
+
+}  // namespace
+
+double BenchResult::mean_tps() const {
+  double sum = 0.0;
+  for (double s : seconds) sum += n_tokens / s;
+  return sum / static_cast<double>(seconds.size());
+}
+
+double BenchResult::stddev_tps() const {
+  if (seconds.size() < 2) return 0.0;
+  const double mean = mean_tps();
+  double sq = 0.0;
+  for (double s : seconds) sq += (n_tokens / s - mean) * (n_tokens / s - mean);
+  return std::sqrt(sq / static_cast<double>(seconds.size() - 1));
+}
+
+BenchRun run_benchmarks(const BenchOptions& o, std::ostream& progress) {
+  BenchRun run;
+  const auto load_start = Clock::now();
+  const auto m = model::Model::load(o.model_path);
+  run.load_ms = seconds_since(load_start) * 1000.0;
+  run.model = {o.model_path, std::string(m->config().arch->name), type_mix(m->file()), m->file().file_size(),
+               m->n_params()};
+
+  const int max_p = *std::max_element(o.n_prompt.begin(), o.n_prompt.end());
+  const int max_n = *std::max_element(o.n_gen.begin(), o.n_gen.end());
+  const uint32_t n_ctx = static_cast<uint32_t>(std::max({max_p, max_n, 1}));
+  for (int threads : o.threads) {
+    model::ForwardOptions fo;
+    fo.n_ctx = n_ctx;
+    fo.max_batch = static_cast<uint32_t>(o.batch_size);
+    fo.kv_type = o.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
+    fo.n_threads = threads;
+    model::CpuForward fwd(*m, fo);
+    run.kv_cache_bytes = fwd.kv_cache_bytes();
+    auto measure = [&](const std::string& name, int n, bool prompt) {
+      if (n <= 0) return;
+      BenchResult r{name + std::to_string(n), fwd.n_threads(), n, {}};
+      const auto tokens = make_tokens(n, m->config().n_vocab, 0, prompt);
+      progress << "  " << r.test << " t=" << r.threads << " warm-up" << std::flush;
+      prompt ? time_prompt(fwd, tokens) : time_generation(fwd, tokens);
+      for (int rep = 0; rep < o.repetitions; ++rep) {
+        r.seconds.push_back(prompt ? time_prompt(fwd, tokens) : time_generation(fwd, tokens));
+        progress << '.' << std::flush;
+      }
+      progress << '\n';
+      run.results.push_back(std::move(r));
+    };
+    for (int p : o.n_prompt) measure("pp", p, true);
+    for (int n : o.n_gen) measure("tg", n, false);
+  }
+  run.peak_rss_bytes = peak_rss_bytes();
+  return run;
+}
+
+}  // namespace lamina::bench

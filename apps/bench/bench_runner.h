@@ -1,0 +1,45 @@
+// Runs the pp / tg measurements of lamina-bench.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace lamina::bench {
+
+struct BenchOptions {
+  std::string model_path;
+  std::vector<int> n_prompt{512};
+  std::vector<int> n_gen{128};
+  std::vector<int> threads{0};  // 0: all hardware threads
+  int repetitions = 5;
+  int batch_size = 512;
+  std::string kv_type = "f32";
+};
+
+struct ModelFacts {
+  std::string path, arch, type_mix;
+  uint64_t file_bytes = 0, params = 0;
+};
+
+struct BenchResult {
+  std::string test;  // "pp512", "tg128"
+  int threads = 0;
+  int n_tokens = 0;
+  std::vector<double> seconds;  // per repetition
+  double mean_tps() const;
+  double stddev_tps() const;
+};
+
+struct BenchRun {
+  ModelFacts model;
+  std::vector<BenchResult> results;
+  double load_ms = 0.0;
+  uint64_t peak_rss_bytes = 0;
+  uint64_t kv_cache_bytes = 0;
+};
+
+BenchRun run_benchmarks(const BenchOptions& options, std::ostream& progress);
+
+}  // namespace lamina::bench

@@ -1,0 +1,37 @@
+// lamina-bench: prompt-processing and generation throughput, like llama-bench.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "bench_report.h"
+#include "bench_runner.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"lamina-bench: measure prompt processing (pp) and generation (tg) speed of a GGUF model"};
+  app.set_version_flag("--version", std::string("lamina-bench ") + LAMINA_VERSION);
+  lamina::bench::BenchOptions o;
+  std::string output = "md";
+  app.add_option("-m,--model", o.model_path, "GGUF model file")->required();
+  app.add_option("-p,--n-prompt", o.n_prompt, "prompt lengths to test (0 skips)")->delimiter(',');
+  app.add_option("-n,--n-gen", o.n_gen, "generation lengths to test (0 skips)")->delimiter(',');
+  app.add_option("-r,--repetitions", o.repetitions, "timed repetitions of each test")->check(CLI::Range(1, 1000));
+  app.add_option("-t,--threads", o.threads, "thread counts to test")->delimiter(',')->check(CLI::Range(1, 1024));
+  app.add_option("-b,--batch-size", o.batch_size, "tokens per forward step during prompt processing")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--kv-type", o.kv_type, "KV cache type: f32 or f16")
+      ->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("-o,--output", output, "md, json or csv")->check(CLI::IsMember({"md", "json", "csv"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    const auto results = lamina::bench::run_benchmarks(o, std::cerr);
+    lamina::bench::print_results(std::cout, output, o, results);
+  } catch (const std::exception& e) {
+    std::cerr << "lamina-bench: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

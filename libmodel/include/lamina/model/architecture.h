@@ -1,0 +1,34 @@
+// What distinguishes one model architecture from another, as data: the one
+// forward pass reads these flags instead of having a copy per architecture.
+#pragma once
+
+#include <string_view>
+
+namespace lamina::model {
+
+enum class NormKind { Rms, Layer };            // LayerNorm subtracts the mean and may add a bias
+enum class RopeKind { None, Norm, Neox };      // Norm rotates (x[2i], x[2i+1]); Neox (x[i], x[i+d/2])
+enum class FfnKind { GatedSilu, GatedGelu, Gelu, MoeGatedSilu };
+enum class Layout { Separate, Fused };         // Q/K/V (or gate/up) as one stacked tensor or several
+
+struct ArchSpec {
+  std::string_view name;  // general.architecture
+  NormKind norm = NormKind::Rms;
+  RopeKind rope = RopeKind::Norm;
+  FfnKind ffn = FfnKind::GatedSilu;
+  Layout qkv = Layout::Separate;
+  Layout gate_up = Layout::Separate;
+  bool qk_norm = false;              // per-head RMSNorm of Q and K before RoPE (qwen3)
+  bool post_norms = false;           // norms after attention and FFN outputs (gemma2)
+  bool learned_positions = false;    // position_embd added to the token embedding (gpt2)
+  bool scale_embeddings = false;     // embeddings times sqrt(n_embd) (gemma2)
+  bool always_tied_output = false;   // ignores output.weight, uses token_embd (gemma2)
+  bool alternating_sliding_window = false;  // even layers attend to a window (gemma2)
+};
+
+// The spec of a supported architecture, or nullptr.
+const ArchSpec* find_arch(std::string_view name);
+// Comma-separated names of every supported architecture (for error messages).
+std::string_view supported_archs();
+
+}  // namespace lamina::model

@@ -1,0 +1,37 @@
+// Chat formatting for the common template families, recognised from a
+// model's tokenizer.chat_template (a full Jinja renderer is not needed for them).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lamina::model {
+
+struct ChatMessage {
+  std::string role;  // "system", "user" or "assistant"
+  std::string content;
+};
+
+enum class ChatFamily { ChatMl, Llama2, Llama3, Mistral, Phi3, Gemma };
+
+struct ChatFormat {
+  ChatFamily family;
+  std::string default_system;  // ChatML templates that insert one when none is given
+  bool strip_thinking = false;  // drop "...</think>" from past assistant turns (Qwen3)
+};
+
+// The family of a Jinja chat template, or nullopt when it is none we know.
+std::optional<ChatFormat> detect_chat_format(std::string_view chat_template);
+// By name: chatml, llama2, llama3, mistral, phi3, gemma.
+std::optional<ChatFormat> chat_format_by_name(std::string_view name);
+std::string_view chat_family_name(ChatFamily family);
+
+// Renders the conversation as the template would, with `bos`/`eos` as the
+// special tokens' text. Throws std::invalid_argument when the family needs
+// alternating user/assistant turns and they do not alternate.
+std::string render_chat(const ChatFormat& format, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt, std::string_view bos, std::string_view eos);
+
+}  // namespace lamina::model

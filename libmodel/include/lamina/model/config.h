@@ -1,0 +1,59 @@
+// Hyperparameters of a model, read from GGUF metadata and checked for consistency.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "lamina/gguf/file.h"
+#include "lamina/model/architecture.h"
+
+namespace lamina::model {
+
+// A model file that cannot be run: missing or inconsistent metadata or tensors,
+// an unknown architecture or tensor type. The message names what and where.
+class ModelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct RopeConfig {
+  RopeKind kind = RopeKind::None;
+  uint32_t n_dims = 0;          // leading dims of each head that rotate
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;      // linear scaling: positions are multiplied by this
+  bool has_freq_factors = false;  // rope_freqs.weight divides each pair's frequency
+};
+
+struct ModelConfig {
+  const ArchSpec* arch = nullptr;
+  uint32_t n_layer = 0;
+  uint32_t n_embd = 0;
+  uint32_t n_head = 0;
+  uint32_t n_head_kv = 0;
+  uint32_t head_dim_k = 0;   // attention.key_length, n_embd / n_head by default
+  uint32_t head_dim_v = 0;   // attention.value_length
+  uint32_t n_ff = 0;
+  uint32_t n_vocab = 0;
+  uint32_t n_ctx_train = 0;
+  float norm_eps = 1e-5f;
+  RopeConfig rope;
+  float attn_softcap = 0.0f;   // 0: none
+  float final_softcap = 0.0f;  // 0: none
+  uint32_t sliding_window = 0; // 0: none
+  uint32_t n_expert = 0;
+  uint32_t n_expert_used = 0;
+  uint32_t n_ff_expert = 0;
+
+  uint32_t q_dim() const { return n_head * head_dim_k; }
+  uint32_t k_dim() const { return n_head_kv * head_dim_k; }
+  uint32_t v_dim() const { return n_head_kv * head_dim_v; }
+  bool layer_uses_window(uint32_t layer) const {
+    return sliding_window > 0 && arch->alternating_sliding_window && layer % 2 == 0;
+  }
+};
+
+// Reads and validates the hyperparameters of `file`. Throws ModelError.
+ModelConfig load_config(const gguf::GgufFile& file);
+
+}  // namespace lamina::model

@@ -1,0 +1,45 @@
+// A loaded model: the mapped file, its hyperparameters, bound weights and tokenizer.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+
+#include "lamina/gguf/file.h"
+#include "lamina/model/config.h"
+#include "lamina/model/tokenizer.h"
+#include "lamina/model/weights.h"
+
+namespace lamina::model {
+
+struct LoadOptions {
+  // Reads every page of the weights once at load (so the first tokens do not
+  // wait on the disk), reporting the fraction done.
+  bool prefault = true;
+  std::function<void(double fraction)> on_progress;
+};
+
+class Model {
+ public:
+  // Maps and validates the file, reads the configuration, binds the weights
+  // and builds the tokenizer. Throws gguf::GgufError or ModelError.
+  static std::unique_ptr<Model> load(const std::filesystem::path& path, const LoadOptions& options = {});
+
+  const gguf::GgufFile& file() const { return file_; }
+  const ModelConfig& config() const { return config_; }
+  const Weights& weights() const { return weights_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  // Total bytes of the weight tensors.
+  uint64_t weight_bytes() const;
+  uint64_t n_params() const;
+
+ private:
+  Model(gguf::GgufFile file, ModelConfig config, Weights weights, Tokenizer tokenizer);
+
+  gguf::GgufFile file_;
+  ModelConfig config_;
+  Weights weights_;
+  Tokenizer tokenizer_;
+};
+
+}  // namespace lamina::model

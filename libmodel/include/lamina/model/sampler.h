@@ -1,0 +1,55 @@
+// Turning logits into the next token: penalties, then greedy or a seeded
+// temperature / top-k / top-p / min-p chain.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace lamina::model {
+
+struct SamplerOptions {
+  float temperature = 0.8f;   // <= 0: greedy (argmax, lowest id wins ties)
+  int32_t top_k = 40;         // <= 0: off
+  float top_p = 0.95f;        // >= 1: off
+  float min_p = 0.05f;        // <= 0: off
+  float repeat_penalty = 1.0f;    // 1: off (llama.cpp semantics: divide positive, multiply negative)
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  int32_t repeat_last_n = 64;     // window of past tokens the penalties see; 0 off, -1 whole context
+  uint64_t seed = 0;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerOptions& options);
+
+  // Picks the next token from `logits` (modified in place by the penalties).
+  int32_t sample(std::span<float> logits);
+  // Records a token (prompt or generated) for the penalties.
+  void accept(int32_t token);
+  void reset();
+
+  const SamplerOptions& options() const { return options_; }
+
+ private:
+  void apply_penalties(std::span<float> logits) const;
+
+  struct Candidate {
+    int32_t id;
+    float logit;
+    float p;
+  };
+
+  SamplerOptions options_;
+  std::mt19937_64 rng_;
+  std::deque<int32_t> history_;
+  std::vector<Candidate> candidates_;  // reused between calls
+};
+
+// Index of the largest value; the lowest index wins exact ties.
+int32_t argmax(std::span<const float> values);
+
+}  // namespace lamina::model

@@ -1,0 +1,126 @@
+// Tokenizers built from a GGUF file's tokenizer.ggml.* metadata: SentencePiece-style
+// ("llama"), byte-level BPE ("gpt2") and WordPiece ("bert"). Token ids match
+// llama.cpp's tokenizer for the same file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lamina::gguf {
+class GgufFile;
+}
+
+namespace lamina::model {
+
+// Missing, inconsistent or unsupported tokenizer metadata. The message names the key.
+class TokenizerError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+inline constexpr int32_t kNoToken = -1;
+
+enum class TokenizerKind {
+  SentencePiece,     // tokenizer.ggml.model = "llama": merges by score, byte fallback
+  BytePairEncoding,  // "gpt2": byte-level BPE with ranked merges and a regex pre-tokenizer
+  WordPiece,         // "bert": greedy longest match, BERT basic normalisation
+};
+
+// The values of tokenizer.ggml.token_type.
+enum class TokenType : uint8_t {
+  Undefined = 0,
+  Normal = 1,
+  Unknown = 2,
+  Control = 3,
+  UserDefined = 4,
+  Unused = 5,
+  Byte = 6,
+};
+
+struct DecodeOptions {
+  // Control and unknown tokens are rendered as their text; otherwise they render as nothing.
+  bool render_special = true;
+  // SentencePiece vocabularies with add_space_prefix: drop the one space the encoder adds at
+  // the start and after each special token, so that decode(encode(s)) == s. Turn it off to
+  // render a continuation (e.g. generated tokens following a prompt) piece by piece.
+  bool strip_space_prefix = true;
+};
+
+// Immutable after construction; copies share the vocabulary, and every const member is
+// safe to call from several threads at once.
+class Tokenizer {
+ public:
+  // Throws TokenizerError naming the offending key.
+  static Tokenizer from_gguf(const gguf::GgufFile& file);
+
+  // add_special: add BOS/EOS (or CLS/SEP) as the vocabulary's add_* flags ask.
+  // parse_special: text equal to a control token's text becomes that token. User-defined
+  // tokens are always matched in the text, as the reference tokenizers do.
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+
+  // The bytes a token stands for ('▁' becomes ' ', <0xNN> becomes the byte, byte-level
+  // BPE characters become their bytes). A piece may be an incomplete UTF-8 sequence.
+  // Throws std::out_of_range for an id outside the vocabulary.
+  std::string token_to_piece(int32_t id, bool render_special = true) const;
+  std::string decode(std::span<const int32_t> ids, const DecodeOptions& options = {}) const;
+
+  TokenizerKind kind() const;
+  const std::string& model_name() const;     // tokenizer.ggml.model
+  const std::string& pre_tokenizer() const;  // tokenizer.ggml.pre, "default" when absent
+  int32_t n_vocab() const;
+  const std::string& token_text(int32_t id) const;  // as stored in the vocabulary
+  float token_score(int32_t id) const;
+  TokenType token_type(int32_t id) const;
+  int32_t find_token(std::string_view text) const;  // kNoToken when absent
+
+  int32_t bos_id() const;
+  int32_t eos_id() const;
+  int32_t eot_id() const;
+  int32_t eom_id() const;
+  int32_t unk_id() const;
+  int32_t sep_id() const;
+  int32_t pad_id() const;
+  int32_t cls_id() const;
+  int32_t mask_id() const;
+  bool add_bos() const;
+  bool add_eos() const;
+  bool add_space_prefix() const;
+  // End of generation: EOS, EOT, EOM and the well-known end-of-turn tokens of the vocabulary.
+  bool is_eog(int32_t id) const;
+  // Control, unknown and user-defined tokens: those the encoder treats as whole units.
+  bool is_special(int32_t id) const;
+
+ private:
+  struct Impl;
+  explicit Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const Impl> impl_;
+};
+
+// Turns a stream of token ids into text, emitting only complete UTF-8 sequences: a
+// character whose bytes are split over several tokens comes out once its last byte
+// arrives. Bytes that can never form a valid sequence are passed through unchanged.
+// The concatenation of all push() results and finish() equals Tokenizer::decode of the
+// same ids with the same options.
+class StreamingDecoder {
+ public:
+  explicit StreamingDecoder(Tokenizer tokenizer, DecodeOptions options = {});
+
+  std::string push(int32_t id);
+  // Returns whatever is held back (an unfinished sequence at the end of the stream).
+  std::string finish();
+  // Starts a new text.
+  void reset();
+
+ private:
+  Tokenizer tokenizer_;
+  DecodeOptions options_;
+  std::string pending_;
+  bool at_fragment_start_ = true;
+};
+
+}  // namespace lamina::model

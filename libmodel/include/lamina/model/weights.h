@@ -1,0 +1,73 @@
+// The tensors of a model, bound once at load to views into the file mapping.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "lamina/gguf/file.h"
+#include "lamina/model/config.h"
+#include "lamina/quant/format.h"
+
+namespace lamina::model {
+
+// A weight matrix in its file format: n_out rows of n_in values (ggml [n_in, n_out]).
+// For expert tensors ([n_in, n_out, n_expert]) `n_expert` matrices follow each other.
+struct Matrix {
+  quant::QuantFormat format = quant::QuantFormat::F32;
+  const std::byte* data = nullptr;
+  uint32_t n_in = 0;
+  uint32_t n_out = 0;
+  uint32_t n_expert = 1;
+  std::size_t row_bytes = 0;
+
+  explicit operator bool() const { return data != nullptr; }
+  const std::byte* row(std::size_t r) const { return data + r * row_bytes; }
+  Matrix expert(uint32_t e) const {
+    Matrix m = *this;
+    m.n_expert = 1;
+    m.data = data + static_cast<std::size_t>(e) * n_out * row_bytes;
+    return m;
+  }
+};
+
+// A 1-D F32 parameter (norm weight, bias, rope factors).
+struct Vector {
+  const float* data = nullptr;
+  uint32_t n = 0;
+  explicit operator bool() const { return data != nullptr; }
+};
+
+struct LayerWeights {
+  Vector attn_norm, attn_norm_bias;
+  Matrix wq, wk, wv, wqkv;  // separate or fused, per the architecture
+  Vector bq, bk, bv, bqkv;
+  Vector q_norm, k_norm;
+  Matrix wo;
+  Vector bo;
+  Vector post_attn_norm;
+  Vector ffn_norm, ffn_norm_bias;
+  Matrix w_gate, w_up, w_down;  // w_up holds [gate; up] when fused
+  Vector b_up, b_down;
+  Vector post_ffn_norm;
+  Matrix router;  // MoE: [n_embd -> n_expert]
+  Matrix gate_exps, up_exps, down_exps;
+};
+
+struct Weights {
+  Matrix token_embd;
+  Matrix position_embd;
+  Matrix output;  // token_embd when tied
+  Vector output_norm, output_norm_bias;
+  Vector rope_freqs;
+  std::vector<LayerWeights> layers;
+  // Owned F32 copies of 1-D tensors stored in another type.
+  std::vector<std::unique_ptr<float[]>> converted;
+};
+
+// Binds every tensor the architecture needs, checking types and shapes.
+// Throws ModelError naming the tensor on anything missing or inconsistent.
+Weights bind_weights(const gguf::GgufFile& file, const ModelConfig& config);
+
+}  // namespace lamina::model

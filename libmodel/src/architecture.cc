@@ -1,0 +1,45 @@
+#include "lamina/model/architecture.h"
+
+#include <array>
+
+namespace lamina::model {
+namespace {
+
+constexpr std::array<ArchSpec, 7> kArchs = [] {
+  ArchSpec llama{.name = "llama"};
+
+  ArchSpec qwen2{.name = "qwen2", .rope = RopeKind::Neox};
+
+  ArchSpec qwen3{.name = "qwen3", .rope = RopeKind::Neox, .qk_norm = true};
+
+  ArchSpec qwen3moe = qwen3;
+  qwen3moe.name = "qwen3moe";
+  qwen3moe.ffn = FfnKind::MoeGatedSilu;
+
+  ArchSpec phi3{.name = "phi3", .rope = RopeKind::Neox, .qkv = Layout::Fused,
+                .gate_up = Layout::Fused};
+
+  ArchSpec gpt2{.name = "gpt2", .norm = NormKind::Layer, .rope = RopeKind::None,
+                .ffn = FfnKind::Gelu, .qkv = Layout::Fused, .learned_positions = true};
+
+  ArchSpec gemma2{.name = "gemma2", .rope = RopeKind::Neox, .ffn = FfnKind::GatedGelu,
+                  .post_norms = true, .scale_embeddings = true, .always_tied_output = true,
+                  .alternating_sliding_window = true};
+
+  return std::array<ArchSpec, 7>{llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2};
+}();
+
+}  // namespace
+
+const ArchSpec* find_arch(std::string_view name) {
+  for (const auto& a : kArchs) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+std::string_view supported_archs() {
+  return "llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2";
+}
+
+}  // namespace lamina::model

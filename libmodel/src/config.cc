@@ -1,0 +1,143 @@
+#include "lamina/model/config.h"
+
+#include <cmath>
+
+namespace lamina::model {
+namespace {
+
+class MetadataReader {
+ public:
+  MetadataReader(const gguf::GgufFile& file, std::string arch) : file_(file), arch_(std::move(arch)) {}
+
+  // `<arch>.suffix` as an unsigned integer of any width.
+  std::optional<uint32_t> u32(const std::string& suffix) const {
+    const std::string key = arch_ + "." + suffix;
+    const gguf::Value* v = file_.find(key);
+    if (!v) return std::nullopt;
+    uint64_t x;
+    try {
+      x = v->as_uint64();
+    } catch (const std::exception& e) {
+      throw ModelError("metadata '" + key + "': " + e.what());
+    }
+    if (x > UINT32_MAX) throw ModelError("metadata '" + key + "': value " + std::to_string(x) + " too large");
+    return static_cast<uint32_t>(x);
+  }
+
+  uint32_t required_u32(const std::string& suffix) const {
+    auto v = u32(suffix);
+    if (!v) throw ModelError("missing metadata key '" + arch_ + "." + suffix + "'");
+    return *v;
+  }
+
+  std::optional<float> f32(const std::string& suffix) const {
+    const std::string key = arch_ + "." + suffix;
+    const gguf::Value* v = file_.find(key);
+    if (!v) return std::nullopt;
+    try {
+      return static_cast<float>(v->as_double());
+    } catch (const std::exception& e) {
+      throw ModelError("metadata '" + key + "': " + e.what());
+    }
+  }
+
+  std::optional<std::string> str(const std::string& suffix) const {
+    const std::string key = arch_ + "." + suffix;
+    const gguf::Value* v = file_.find(key);
+    if (!v) return std::nullopt;
+    if (v->type() != gguf::ValueType::String) throw ModelError("metadata '" + key + "' is not a string");
+    return v->as_string();
+  }
+
+ private:
+  const gguf::GgufFile& file_;
+  std::string arch_;
+};
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw ModelError(what);
+}
+
+uint32_t vocab_size(const gguf::GgufFile& file, const MetadataReader& md) {
+  if (auto n = md.u32("vocab_size")) return *n;
+  if (const auto* tokens = file.find("tokenizer.ggml.tokens"); tokens && tokens->type() == gguf::ValueType::Array)
+    return static_cast<uint32_t>(tokens->as_array().items.size());
+  const auto* embd = file.find_tensor("token_embd.weight");
+  require(embd != nullptr, "cannot tell the vocabulary size: no tokenizer.ggml.tokens and no token_embd.weight");
+  return static_cast<uint32_t>(embd->ne[1]);
+}
+
+}  // namespace
+
+ModelConfig load_config(const gguf::GgufFile& file) {
+  const std::string arch_name = file.architecture();
+  if (arch_name.empty()) throw ModelError("missing metadata key 'general.architecture'");
+  ModelConfig c;
+  c.arch = find_arch(arch_name);
+  if (!c.arch)
+    throw ModelError("unknown architecture '" + arch_name + "' (supported: " + std::string(supported_archs()) + ")");
+  const MetadataReader md(file, arch_name);
+
+  c.n_layer = md.required_u32("block_count");
+  c.n_embd = md.required_u32("embedding_length");
+  c.n_head = md.required_u32("attention.head_count");
+  c.n_head_kv = md.u32("attention.head_count_kv").value_or(c.n_head);
+  c.n_ctx_train = md.u32("context_length").value_or(0);
+  require(c.n_layer > 0 && c.n_embd > 0 && c.n_head > 0 && c.n_head_kv > 0,
+          arch_name + ": block_count, embedding_length and head counts must be positive");
+  require(c.n_head % c.n_head_kv == 0, arch_name + ": attention.head_count " + std::to_string(c.n_head) +
+                                           " is not a multiple of head_count_kv " + std::to_string(c.n_head_kv));
+  c.head_dim_k = md.u32("attention.key_length").value_or(c.n_embd / c.n_head);
+  c.head_dim_v = md.u32("attention.value_length").value_or(c.head_dim_k);
+  require(c.head_dim_k > 0 && c.head_dim_v > 0, arch_name + ": head dimension is zero");
+  c.n_vocab = vocab_size(file, md);
+  require(c.n_vocab > 0, "vocabulary is empty");
+
+  if (c.arch->ffn == FfnKind::MoeGatedSilu) {
+    c.n_expert = md.required_u32("expert_count");
+    c.n_expert_used = md.required_u32("expert_used_count");
+    c.n_ff_expert = md.required_u32("expert_feed_forward_length");
+    require(c.n_expert_used > 0 && c.n_expert_used <= c.n_expert,
+            arch_name + ": expert_used_count must be in 1..expert_count");
+    c.n_ff = md.u32("feed_forward_length").value_or(c.n_ff_expert);
+  } else {
+    c.n_ff = md.required_u32("feed_forward_length");
+  }
+
+  if (c.arch->norm == NormKind::Layer) {
+    auto eps = md.f32("attention.layer_norm_epsilon");
+    if (!eps) throw ModelError("missing metadata key '" + arch_name + ".attention.layer_norm_epsilon'");
+    c.norm_eps = *eps;
+  } else {
+    auto eps = md.f32("attention.layer_norm_rms_epsilon");
+    if (!eps) throw ModelError("missing metadata key '" + arch_name + ".attention.layer_norm_rms_epsilon'");
+    c.norm_eps = *eps;
+  }
+  require(std::isfinite(c.norm_eps) && c.norm_eps >= 0, arch_name + ": norm epsilon is not a finite non-negative number");
+
+  c.rope.kind = c.arch->rope;
+  if (c.rope.kind != RopeKind::None) {
+    c.rope.n_dims = md.u32("rope.dimension_count").value_or(c.head_dim_k);
+    require(c.rope.n_dims % 2 == 0 && c.rope.n_dims <= c.head_dim_k,
+            arch_name + ": rope.dimension_count " + std::to_string(c.rope.n_dims) +
+                " must be even and at most the head dimension " + std::to_string(c.head_dim_k));
+    c.rope.freq_base = md.f32("rope.freq_base").value_or(10000.0f);
+    require(c.rope.freq_base > 0, arch_name + ": rope.freq_base must be positive");
+    const auto scaling = md.str("rope.scaling.type").value_or("none");
+    const auto factor = md.f32("rope.scaling.factor").value_or(0.0f);
+    if (scaling == "linear" && factor > 0) {
+      c.rope.freq_scale = 1.0f / factor;
+    } else if (scaling != "none" && scaling != "linear" && scaling != "llama3") {
+      // llama3-style scaling arrives as rope_freqs.weight; others are not supported.
+      throw ModelError(arch_name + ": rope scaling '" + scaling + "' is not supported");
+    }
+    c.rope.has_freq_factors = file.find_tensor("rope_freqs.weight") != nullptr;
+  }
+
+  c.attn_softcap = md.f32("attn_logit_softcapping").value_or(0.0f);
+  c.final_softcap = md.f32("final_logit_softcapping").value_or(0.0f);
+  if (c.arch->alternating_sliding_window) c.sliding_window = md.u32("attention.sliding_window").value_or(0);
+  return c;
+}
+
+}  // namespace lamina::model

@@ -1,0 +1,314 @@
+// One forward pass for every architecture: the ArchSpec flags choose the
+// norm, the attention inputs, the FFN and the extras, per layer:
+//   x += post_norm(attention(norm(x)));  x += post_norm(ffn(norm(x)))
+#include "lamina/model/forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "attention.h"
+#include "lamina/quant/reference.h"
+#include "lamina/quant/thread_pool.h"
+#include "linear.h"
+#include "moe.h"
+#include "ops.h"
+
+namespace lamina::model {
+
+using cpu::add_in_place;
+
+struct CpuForward::State {
+  State(const Model& m, const ForwardOptions& o);
+
+  void step(std::span<const TokenInput> batch, float* logits_out);
+  void embed(std::span<const TokenInput> batch);
+  void norm(const Vector& w, const Vector& b, const float* x, float* out, std::size_t n_rows) const;
+  void attention_block(uint32_t layer, std::span<const TokenInput> batch);
+  void ffn_block(uint32_t layer, std::size_t n);
+  void rope(float* rows, std::size_t stride, uint32_t n_heads, std::span<const TokenInput> batch);
+  void head_norm(float* rows, uint32_t n_heads, std::size_t n, const Vector& w) const;
+  float gelu(float x) const { return options.exact_activations ? cpu::gelu_tanh(x) : cpu::gelu_f16_table(x); }
+
+  const Model& model;
+  const ModelConfig& c;
+  const Weights& w;
+  ForwardOptions options;
+  quant::ThreadPool pool;
+  KvCache cache;
+  cpu::Linear linear;
+  cpu::Attention attention;
+  cpu::MixtureOfExperts moe;
+  std::vector<float> inv_freq;  // per rotated pair: freq_scale * base^(-2i/n_dims) / factor_i
+
+  // Workspace, sized once for max_batch rows.
+  std::vector<float> x, h, q, k, v, attn_out, proj, gate, up, logits, row_tmp;
+  std::vector<float> cos_t, sin_t;
+};
+
+namespace {
+
+uint32_t default_ctx(const ModelConfig& c) {
+  return c.n_ctx_train > 0 ? std::min<uint32_t>(c.n_ctx_train, 4096) : 4096;
+}
+
+int default_threads(int requested) {
+  if (requested > 0) return requested;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+CpuForward::State::State(const Model& m, const ForwardOptions& o)
+    : model(m),
+      c(m.config()),
+      w(m.weights()),
+      options(o),
+      pool(static_cast<std::size_t>(default_threads(o.n_threads))),
+      cache(c, {o.n_ctx ? o.n_ctx : default_ctx(c), o.n_seq, o.kv_type}),
+      linear(pool, o.exact_activations),
+      attention(cache.n_ctx(), static_cast<int>(pool.num_threads()), c),
+      moe(c, o.max_batch) {
+  if (options.max_batch == 0) throw ModelError("max_batch must be positive");
+  options.n_ctx = cache.n_ctx();
+  const std::size_t B = options.max_batch;
+  const std::size_t ff = c.arch->gate_up == Layout::Fused ? 2 * std::size_t{c.n_ff} : c.n_ff;
+  x.resize(B * c.n_embd);
+  h.resize(B * c.n_embd);
+  q.resize(B * c.q_dim());
+  k.resize(B * c.k_dim());
+  v.resize(B * c.v_dim());
+  attn_out.resize(B * c.n_head * c.head_dim_v);
+  proj.resize(B * std::max<std::size_t>(c.n_embd, std::size_t{c.q_dim()} + c.k_dim() + c.v_dim()));
+  gate.resize(B * ff);
+  up.resize(B * ff);
+  logits.resize(B * c.n_vocab);
+  row_tmp.resize(c.n_embd);
+  if (c.rope.kind != RopeKind::None) {
+    const uint32_t half = c.rope.n_dims / 2;
+    inv_freq.resize(half);
+    for (uint32_t i = 0; i < half; ++i) {
+      double f = c.rope.freq_scale * std::pow(static_cast<double>(c.rope.freq_base), -2.0 * i / c.rope.n_dims);
+      if (w.rope_freqs) f /= w.rope_freqs.data[i];
+      inv_freq[i] = static_cast<float>(f);
+    }
+    cos_t.resize(B * half);
+    sin_t.resize(B * half);
+  }
+}
+
+void CpuForward::State::norm(const Vector& weight, const Vector& bias, const float* in, float* out,
+                             std::size_t n_rows) const {
+  for (std::size_t r = 0; r < n_rows; ++r) {
+    const float* xr = in + r * c.n_embd;
+    float* yr = out + r * c.n_embd;
+    if (c.arch->norm == NormKind::Rms) {
+      cpu::rms_norm(xr, weight.data, c.norm_eps, c.n_embd, yr);
+    } else {
+      cpu::layer_norm(xr, weight.data, bias ? bias.data : nullptr, c.norm_eps, c.n_embd, yr);
+    }
+  }
+}
+
+void CpuForward::State::embed(std::span<const TokenInput> batch) {
+  const float scale = c.arch->scale_embeddings ? std::sqrt(static_cast<float>(c.n_embd)) : 1.0f;
+  for (std::size_t t = 0; t < batch.size(); ++t) {
+    float* xr = x.data() + t * c.n_embd;
+    quant::dequantize_row_ref(w.token_embd.format, w.token_embd.row(static_cast<std::size_t>(batch[t].token)), xr,
+                              c.n_embd);
+    if (scale != 1.0f) {
+      for (uint32_t i = 0; i < c.n_embd; ++i) xr[i] *= scale;
+    }
+    if (w.position_embd) {
+      quant::dequantize_row_ref(w.position_embd.format, w.position_embd.row(batch[t].pos), row_tmp.data(), c.n_embd);
+      add_in_place(xr, row_tmp.data(), c.n_embd);
+    }
+  }
+}
+
+void CpuForward::State::rope(float* rows, std::size_t stride, uint32_t n_heads, std::span<const TokenInput> batch) {
+  const uint32_t half = c.rope.n_dims / 2;
+  for (std::size_t t = 0; t < batch.size(); ++t) {
+    for (uint32_t hd = 0; hd < n_heads; ++hd)
+      cpu::rope_head(rows + t * stride + std::size_t{hd} * c.head_dim_k, c.rope.kind, c.rope.n_dims,
+                     cos_t.data() + t * half, sin_t.data() + t * half);
+  }
+}
+
+void CpuForward::State::head_norm(float* rows, uint32_t n_heads, std::size_t n, const Vector& weight) const {
+  for (std::size_t i = 0; i < n * n_heads; ++i) {
+    float* head = rows + i * c.head_dim_k;
+    cpu::rms_norm(head, weight.data, c.norm_eps, c.head_dim_k, head);
+  }
+}
+
+void CpuForward::State::attention_block(uint32_t layer, std::span<const TokenInput> batch) {
+  const LayerWeights& l = w.layers[layer];
+  const std::size_t n = batch.size();
+  const uint32_t qd = c.q_dim(), kd = c.k_dim(), vd = c.v_dim();
+  norm(l.attn_norm, l.attn_norm_bias, x.data(), h.data(), n);
+
+  if (l.wqkv) {
+    const std::size_t fused = std::size_t{qd} + kd + vd;
+    linear.apply(l.wqkv, h.data(), n, proj.data());
+    for (std::size_t t = 0; t < n; ++t) {
+      float* row = proj.data() + t * fused;
+      if (l.bqkv) add_in_place(row, l.bqkv.data, fused);
+      std::copy(row, row + qd, q.data() + t * qd);
+      std::copy(row + qd, row + qd + kd, k.data() + t * kd);
+      std::copy(row + qd + kd, row + fused, v.data() + t * vd);
+    }
+  } else {
+    linear.apply_shared({{&l.wq, q.data()}, {&l.wk, k.data()}, {&l.wv, v.data()}}, h.data(), n);
+    for (std::size_t t = 0; t < n; ++t) {
+      if (l.bq) add_in_place(q.data() + t * qd, l.bq.data, qd);
+      if (l.bk) add_in_place(k.data() + t * kd, l.bk.data, kd);
+      if (l.bv) add_in_place(v.data() + t * vd, l.bv.data, vd);
+    }
+  }
+  if (l.q_norm) head_norm(q.data(), c.n_head, n, l.q_norm);
+  if (l.k_norm) head_norm(k.data(), c.n_head_kv, n, l.k_norm);
+  if (c.rope.kind != RopeKind::None) {
+    rope(q.data(), qd, c.n_head, batch);
+    rope(k.data(), kd, c.n_head_kv, batch);
+  }
+  for (std::size_t t = 0; t < n; ++t) {
+    cache.store_k(batch[t].seq, layer, batch[t].pos, k.data() + t * kd);
+    cache.store_v(batch[t].seq, layer, batch[t].pos, v.data() + t * vd);
+  }
+  const cpu::AttentionShape shape{c.n_head,
+                                  c.n_head_kv,
+                                  c.head_dim_k,
+                                  c.head_dim_v,
+                                  1.0f / std::sqrt(static_cast<float>(c.head_dim_k)),
+                                  c.attn_softcap,
+                                  c.layer_uses_window(layer) ? c.sliding_window : 0};
+  attention.run(shape, cache, layer, batch, q.data(), attn_out.data(), pool);
+
+  linear.apply(l.wo, attn_out.data(), n, proj.data());
+  for (std::size_t t = 0; t < n; ++t) {
+    float* row = proj.data() + t * c.n_embd;
+    if (l.bo) add_in_place(row, l.bo.data, c.n_embd);
+    if (l.post_attn_norm) cpu::rms_norm(row, l.post_attn_norm.data, c.norm_eps, c.n_embd, row);
+    add_in_place(x.data() + t * c.n_embd, row, c.n_embd);
+  }
+}
+
+void CpuForward::State::ffn_block(uint32_t layer, std::size_t n) {
+  const LayerWeights& l = w.layers[layer];
+  const std::size_t ff = c.n_ff;
+  norm(l.ffn_norm, l.ffn_norm_bias, x.data(), h.data(), n);
+
+  switch (c.arch->ffn) {
+    case FfnKind::MoeGatedSilu:
+      moe.run(l, h.data(), n, proj.data(), linear);
+      break;
+    case FfnKind::Gelu:
+      linear.apply(l.w_up, h.data(), n, up.data());
+      for (std::size_t t = 0; t < n; ++t) {
+        float* row = up.data() + t * ff;
+        if (l.b_up) add_in_place(row, l.b_up.data, ff);
+        for (std::size_t i = 0; i < ff; ++i) row[i] = gelu(row[i]);
+      }
+      linear.apply(l.w_down, up.data(), n, proj.data());
+      break;
+    case FfnKind::GatedSilu:
+    case FfnKind::GatedGelu: {
+      const bool gated_gelu = c.arch->ffn == FfnKind::GatedGelu;
+      if (c.arch->gate_up == Layout::Fused) {
+        // One product gives [gate; up] per row; split it into the two buffers.
+        // Ascending rows: each row's destination lies before its source.
+        linear.apply(l.w_up, h.data(), n, gate.data());
+        for (std::size_t t = 0; t < n; ++t) {
+          const float* row = gate.data() + t * 2 * ff;
+          std::copy(row + ff, row + 2 * ff, up.data() + t * ff);
+          std::copy(row, row + ff, gate.data() + t * ff);
+        }
+      } else {
+        linear.apply_shared({{&l.w_gate, gate.data()}, {&l.w_up, up.data()}}, h.data(), n);
+      }
+      for (std::size_t i = 0; i < n * ff; ++i)
+        gate[i] = (gated_gelu ? gelu(gate[i]) : cpu::silu(gate[i])) * up[i];
+      linear.apply(l.w_down, gate.data(), n, proj.data());
+      break;
+    }
+  }
+  for (std::size_t t = 0; t < n; ++t) {
+    float* row = proj.data() + t * c.n_embd;
+    if (l.b_down) add_in_place(row, l.b_down.data, c.n_embd);
+    if (l.post_ffn_norm) cpu::rms_norm(row, l.post_ffn_norm.data, c.norm_eps, c.n_embd, row);
+    add_in_place(x.data() + t * c.n_embd, row, c.n_embd);
+  }
+}
+
+void CpuForward::State::step(std::span<const TokenInput> batch, float* logits_out) {
+  const std::size_t n = batch.size();
+  embed(batch);
+  if (c.rope.kind != RopeKind::None) {
+    const uint32_t half = c.rope.n_dims / 2;
+    for (std::size_t t = 0; t < n; ++t) {
+      for (uint32_t i = 0; i < half; ++i) {
+        const double theta = static_cast<double>(batch[t].pos) * inv_freq[i];
+        cos_t[t * half + i] = static_cast<float>(std::cos(theta));
+        sin_t[t * half + i] = static_cast<float>(std::sin(theta));
+      }
+    }
+  }
+  for (uint32_t layer = 0; layer < c.n_layer; ++layer) {
+    attention_block(layer, batch);
+    ffn_block(layer, n);
+  }
+  // Only rows that want logits go through the output norm and head.
+  std::size_t n_out = 0;
+  for (std::size_t t = 0; t < n; ++t) {
+    if (!batch[t].logits) continue;
+    norm(w.output_norm, w.output_norm_bias, x.data() + t * c.n_embd, h.data() + n_out * c.n_embd, 1);
+    ++n_out;
+  }
+  if (n_out == 0) return;
+  linear.apply(w.output, h.data(), n_out, logits_out);
+  if (c.final_softcap > 0.0f) {
+    for (std::size_t i = 0; i < n_out * c.n_vocab; ++i) logits_out[i] = cpu::softcap(logits_out[i], c.final_softcap);
+  }
+}
+
+CpuForward::CpuForward(const Model& model, const ForwardOptions& options)
+    : state_(std::make_unique<State>(model, options)) {}
+
+CpuForward::~CpuForward() = default;
+
+std::span<const float> CpuForward::decode(std::span<const TokenInput> batch) {
+  State& s = *state_;
+  std::size_t n_wanted = 0;
+  for (const auto& t : batch) {
+    if (t.token < 0 || static_cast<uint32_t>(t.token) >= s.c.n_vocab)
+      throw ModelError("token id " + std::to_string(t.token) + " is outside the vocabulary (" +
+                       std::to_string(s.c.n_vocab) + ")");
+    if (t.pos >= s.cache.n_ctx())
+      throw ModelError("position " + std::to_string(t.pos) + " is past the context size " +
+                       std::to_string(s.cache.n_ctx()));
+    if (t.seq >= s.cache.n_seq())
+      throw ModelError("sequence " + std::to_string(t.seq) + " has no KV cache slot (" +
+                       std::to_string(s.cache.n_seq()) + " slots)");
+    if (s.w.position_embd && t.pos >= s.w.position_embd.n_out)
+      throw ModelError("position " + std::to_string(t.pos) + " is past the learned positions (" +
+                       std::to_string(s.w.position_embd.n_out) + ")");
+    n_wanted += t.logits ? 1 : 0;
+  }
+  if (s.logits.size() < n_wanted * s.c.n_vocab) s.logits.resize(n_wanted * s.c.n_vocab);
+  std::size_t out_row = 0;
+  for (std::size_t start = 0; start < batch.size(); start += s.options.max_batch) {
+    const auto chunk = batch.subspan(start, std::min<std::size_t>(s.options.max_batch, batch.size() - start));
+    s.step(chunk, s.logits.data() + out_row * s.c.n_vocab);
+    for (const auto& t : chunk) out_row += t.logits ? 1 : 0;
+  }
+  return {s.logits.data(), n_wanted * s.c.n_vocab};
+}
+
+const ModelConfig& CpuForward::config() const { return state_->c; }
+uint32_t CpuForward::n_ctx() const { return state_->cache.n_ctx(); }
+uint32_t CpuForward::n_seq() const { return state_->cache.n_seq(); }
+int CpuForward::n_threads() const { return static_cast<int>(state_->pool.num_threads()); }
+std::size_t CpuForward::kv_cache_bytes() const { return state_->cache.bytes(); }
+
+}  // namespace lamina::model

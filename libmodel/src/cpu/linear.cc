@@ -1,0 +1,65 @@
+#include "linear.h"
+
+#include "lamina/quant/kernels.h"
+#include "lamina/quant/reference.h"
+
+namespace lamina::model::cpu {
+
+Linear::Linear(quant::ThreadPool& pool, bool exact)
+    : pool_(pool), exact_(exact), row_scratch_(pool.num_threads()) {}
+
+namespace {
+bool is_quantized(quant::QuantFormat f) { return quant::format_traits(f).block_elems > 1; }
+}  // namespace
+
+void Linear::apply_exact(const Matrix& w, const float* x, std::size_t n_rows, float* y) {
+  pool_.run_on_all([&](std::size_t thread) {
+    const auto [begin, end] = pool_.thread_range(w.n_out, 16, thread);
+    std::vector<float>& row = row_scratch_[thread];
+    row.resize(w.n_in);
+    for (std::size_t o = begin; o < end; ++o) {
+      quant::dequantize_row_ref(w.format, w.row(o), row.data(), w.n_in);
+      for (std::size_t r = 0; r < n_rows; ++r) {
+        const float* xr = x + r * w.n_in;
+        double sum = 0.0;
+        for (std::size_t i = 0; i < w.n_in; ++i) sum += static_cast<double>(row[i]) * xr[i];
+        y[r * w.n_out + o] = static_cast<float>(sum);
+      }
+    }
+  });
+}
+
+const quant::QuantizedActivations& Linear::convert(quant::QuantFormat format, const float* x, std::size_t n_rows,
+                                                   std::size_t n_cols, std::size_t slot) {
+  quant::quantize_activations(format, x, n_rows, n_cols, converted_[slot], &pool_);
+  return converted_[slot];
+}
+
+void Linear::apply(const Matrix& w, const float* x, std::size_t n_rows, float* y) {
+  if (exact_ && is_quantized(w.format)) return apply_exact(w, x, n_rows, y);
+  const auto& acts = convert(quant::kernel_activation_format(w.format), x, n_rows, w.n_in, 0);
+  quant::matmul(w.format, w.data, w.n_out, w.n_in, acts, y, pool_);
+}
+
+void Linear::apply_shared(std::initializer_list<std::pair<const Matrix*, float*>> outputs, const float* x,
+                          std::size_t n_rows) {
+  // Convert once per distinct activation format (at most one per slot).
+  std::array<quant::QuantFormat, 4> formats{};
+  std::size_t n_formats = 0;
+  for (const auto& [w, y] : outputs) {
+    if (exact_ && is_quantized(w->format)) {
+      apply_exact(*w, x, n_rows, y);
+      continue;
+    }
+    const quant::QuantFormat f = quant::kernel_activation_format(w->format);
+    std::size_t slot = 0;
+    while (slot < n_formats && formats[slot] != f) ++slot;
+    if (slot == n_formats) {
+      formats[n_formats++] = f;
+      convert(f, x, n_rows, w->n_in, slot);
+    }
+    quant::matmul(w->format, w->data, w->n_out, w->n_in, converted_[slot], y, pool_);
+  }
+}
+
+}  // namespace lamina::model::cpu

@@ -1,0 +1,46 @@
+// Matrix products of the forward pass, through libquant's kernels.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+#include "lamina/model/weights.h"
+#include "lamina/quant/activations.h"
+#include "lamina/quant/thread_pool.h"
+
+namespace lamina::model::cpu {
+
+// y[r][o] = sum_i W[o][i] * x[r][i] for the n_rows rows of x (row stride
+// w.n_in) into y (row stride w.n_out). Activations are converted to the
+// weight's activation format as llama.cpp does, so quantized models match it.
+class Linear {
+ public:
+  // exact: quantized weights meet f32 activations (dequantized row by row)
+  // instead of activations quantized like llama.cpp's CPU backend. Slower;
+  // it matches backends that keep activations in floating point.
+  Linear(quant::ThreadPool& pool, bool exact);
+
+  void apply(const Matrix& w, const float* x, std::size_t n_rows, float* y);
+  // The same for several matrices sharing one input (Q, K and V; gate and
+  // up): the input is converted once per activation format.
+  void apply_shared(std::initializer_list<std::pair<const Matrix*, float*>> outputs, const float* x,
+                    std::size_t n_rows);
+
+ private:
+  // The input converted to `format`, in a buffer kept between calls (no
+  // allocation once the largest batch has been seen).
+  const quant::QuantizedActivations& convert(quant::QuantFormat format, const float* x, std::size_t n_rows,
+                                             std::size_t n_cols, std::size_t slot);
+
+  void apply_exact(const Matrix& w, const float* x, std::size_t n_rows, float* y);
+
+  quant::ThreadPool& pool_;
+  bool exact_;
+  std::array<quant::QuantizedActivations, 4> converted_;
+  std::vector<std::vector<float>> row_scratch_;  // per thread, for apply_exact
+};
+
+}  // namespace lamina::model::cpu

@@ -1,0 +1,86 @@
+#include "moe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "linear.h"
+#include "ops.h"
+
+namespace lamina::model::cpu {
+
+MixtureOfExperts::MixtureOfExperts(const ModelConfig& config, uint32_t max_batch) : c_(config) {
+  if (config.n_expert == 0) return;
+  const std::size_t B = max_batch;
+  order_.resize(config.n_expert);
+  router_logits_.resize(B * c_.n_expert);
+  chosen_.resize(B * c_.n_expert_used);
+  chosen_w_.resize(B * c_.n_expert_used);
+  rows_.reserve(B);
+  ranks_.reserve(B);
+  in_.resize(B * c_.n_embd);
+  gate_.resize(B * c_.n_ff_expert);
+  up_.resize(B * c_.n_ff_expert);
+  down_.resize(B * c_.n_embd);
+  expert_out_.resize(B * c_.n_expert_used * c_.n_embd);
+}
+
+void MixtureOfExperts::run(const LayerWeights& l, const float* h, std::size_t n, float* out, Linear& linear) {
+  const uint32_t E = c_.n_expert, K = c_.n_expert_used, D = c_.n_embd, F = c_.n_ff_expert;
+  linear.apply(l.router, h, n, router_logits_.data());
+
+  std::vector<uint32_t>& order = order_;
+  for (std::size_t t = 0; t < n; ++t) {
+    float* logits = router_logits_.data() + t * E;
+    const float max_logit = *std::max_element(logits, logits + E);
+    double sum = 0.0;
+    for (uint32_t e = 0; e < E; ++e) sum += std::exp(static_cast<double>(logits[e] - max_logit));
+    std::iota(order.begin(), order.end(), 0u);
+    // Highest probability first; the lower id wins ties.
+    std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](uint32_t a, uint32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    double chosen_sum = 0.0;
+    for (uint32_t r = 0; r < K; ++r) {
+      const double p = std::exp(static_cast<double>(logits[order[r]] - max_logit)) / sum;
+      chosen_[t * K + r] = static_cast<int32_t>(order[r]);
+      chosen_w_[t * K + r] = static_cast<float>(p);
+      chosen_sum += p;
+    }
+    for (uint32_t r = 0; r < K; ++r)
+      chosen_w_[t * K + r] = static_cast<float>(chosen_w_[t * K + r] / chosen_sum);
+  }
+
+  for (uint32_t e = 0; e < E; ++e) {
+    rows_.clear();
+    ranks_.clear();
+    for (std::size_t t = 0; t < n; ++t) {
+      for (uint32_t r = 0; r < K; ++r) {
+        if (chosen_[t * K + r] == static_cast<int32_t>(e)) {
+          rows_.push_back(static_cast<uint32_t>(t));
+          ranks_.push_back(r);
+        }
+      }
+    }
+    if (rows_.empty()) continue;
+    const std::size_t m = rows_.size();
+    for (std::size_t i = 0; i < m; ++i) std::copy(h + rows_[i] * D, h + rows_[i] * D + D, in_.data() + i * D);
+    const Matrix gate_e = l.gate_exps.expert(e), up_e = l.up_exps.expert(e), down_e = l.down_exps.expert(e);
+    linear.apply_shared({{&gate_e, gate_.data()}, {&up_e, up_.data()}}, in_.data(), m);
+    for (std::size_t i = 0; i < m * F; ++i) gate_[i] = silu(gate_[i]) * up_[i];
+    linear.apply(down_e, gate_.data(), m, down_.data());
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::size_t t = rows_[i];
+      const float weight = chosen_w_[t * K + ranks_[i]];
+      float* dst = expert_out_.data() + (t * K + ranks_[i]) * D;
+      for (uint32_t d = 0; d < D; ++d) dst[d] = down_[i * D + d] * weight;
+    }
+  }
+  for (std::size_t t = 0; t < n; ++t) {
+    float* o = out + t * D;
+    std::copy(expert_out_.data() + t * K * D, expert_out_.data() + t * K * D + D, o);
+    for (uint32_t r = 1; r < K; ++r) add_in_place(o, expert_out_.data() + (t * K + r) * D, D);
+  }
+}
+
+}  // namespace lamina::model::cpu

@@ -1,0 +1,79 @@
+// Element-wise and per-row operations of the forward pass (everything but the
+// matrix products and attention). Rows are short next to the weights, so these
+// stay plain loops that the compiler vectorizes.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "lamina/model/architecture.h"
+
+namespace lamina::model::cpu {
+
+// out = x / sqrt(mean(x^2) + eps) * w. The sum is taken in double and the
+// scale rounded through float as llama.cpp does: activations are quantized
+// right after a norm, and a different last bit can flip a Q8 rounding.
+inline void rms_norm(const float* x, const float* w, float eps, std::size_t n, float* out) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  for (std::size_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
+}
+
+// out = (x - mean) / sqrt(var + eps) * w + b   (b may be null)
+inline void layer_norm(const float* x, const float* w, const float* b, float eps, std::size_t n, float* out) {
+  double mean = 0.0;
+  for (std::size_t i = 0; i < n; ++i) mean += x[i];
+  mean /= static_cast<double>(n);
+  double var = 0.0;
+  for (std::size_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  var /= static_cast<double>(n);
+  const double scale = 1.0 / std::sqrt(var + eps);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float y = static_cast<float>((x[i] - mean) * scale) * w[i];
+    out[i] = b ? y + b[i] : y;
+  }
+}
+
+inline void add_in_place(float* x, const float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+// Activations are evaluated in double and rounded once: their results are
+// quantized next, and the correctly rounded value flips the fewest Q8
+// roundings against other engines.
+inline float silu(float x) {
+  const double v = x;
+  return static_cast<float>(v / (1.0 + std::exp(-v)));
+}
+
+inline float gelu_tanh(float x) {
+  constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  const double v = x;
+  return static_cast<float>(0.5 * v * (1.0 + std::tanh(kSqrt2OverPi * v * (1.0 + 0.044715 * v * v))));
+}
+
+// GELU as llama.cpp's CPU backend computes it: the input rounded to f16 and
+// looked up in a table of f16 results (exact beyond |x| >= 10). Used with the
+// llama.cpp-compatible activation numerics.
+float gelu_f16_table(float x);
+
+inline float softcap(float x, float cap) { return static_cast<float>(cap * std::tanh(double{x} / cap)); }
+
+// Rotary embedding of one head in place, given the cos/sin of each rotated
+// pair for this position (n_dims / 2 entries).
+inline void rope_head(float* v, RopeKind kind, std::size_t n_dims, const float* cos_t, const float* sin_t) {
+  const std::size_t half = n_dims / 2;
+  for (std::size_t i = 0; i < half; ++i) {
+    const std::size_t a = kind == RopeKind::Norm ? 2 * i : i;
+    const std::size_t b = kind == RopeKind::Norm ? 2 * i + 1 : i + half;
+    const float x0 = v[a], x1 = v[b];
+    v[a] = x0 * cos_t[i] - x1 * sin_t[i];
+    v[b] = x0 * sin_t[i] + x1 * cos_t[i];
+  }
+}
+
+}  // namespace lamina::model::cpu

@@ -1,0 +1,147 @@
+#include "lamina/model/generate.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace lamina::model {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Length of the longest prefix of `s` that does not end inside a UTF-8 sequence.
+std::size_t complete_utf8_prefix(std::string_view s) {
+  std::size_t i = s.size();
+  std::size_t back = 0;
+  while (i > 0 && back < 4) {
+    const auto c = static_cast<unsigned char>(s[i - 1]);
+    if ((c & 0xC0) != 0x80) {
+      const std::size_t need = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+      return back + 1 >= need ? s.size() : i - 1;
+    }
+    --i;
+    ++back;
+  }
+  return s.size();  // stray continuation bytes: nothing to wait for
+}
+
+// Text between what was shown and what may still turn into a stop string.
+class StopFilter {
+ public:
+  explicit StopFilter(const std::vector<std::string>& stops) : stops_(stops) {}
+
+  // Appends a piece; returns true when a stop string completed (the text is
+  // then cut before it).
+  bool append(std::string_view piece, std::string& text) {
+    text.append(piece);
+    for (const auto& stop : stops_) {
+      if (stop.empty()) continue;
+      // Only the region that could contain a new match needs a look.
+      const std::size_t from = text.size() > piece.size() + stop.size() ? text.size() - piece.size() - stop.size() : 0;
+      const std::size_t at = text.find(stop, from);
+      if (at != std::string::npos) {
+        text.resize(at);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // How much of `text` can be shown: complete UTF-8, and not a suffix that
+  // starts some stop string.
+  std::size_t safe_length(std::string_view text) const {
+    std::size_t safe = complete_utf8_prefix(text);
+    for (const auto& stop : stops_) {
+      for (std::size_t k = std::min(stop.size() - (stop.empty() ? 0 : 1), safe); k > 0; --k) {
+        if (text.substr(safe - k, k) == std::string_view(stop).substr(0, k)) {
+          safe -= k;
+          break;
+        }
+      }
+    }
+    return safe;
+  }
+
+ private:
+  const std::vector<std::string>& stops_;
+};
+
+}  // namespace
+
+std::string_view stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::Length: return "length";
+    case StopReason::EndOfGeneration: return "eog";
+    case StopReason::StopString: return "stop";
+    case StopReason::ContextFull: return "context";
+  }
+  return "?";
+}
+
+GenerateResult generate(const Model& model, CpuForward& forward, const std::vector<int32_t>& prompt_ids,
+                        const GenerateOptions& options, const TextCallback& on_text) {
+  const Tokenizer& tok = model.tokenizer();
+  const uint32_t n_vocab = model.config().n_vocab;
+  const uint32_t n_ctx = forward.n_ctx();
+  if (prompt_ids.empty()) throw ModelError("the prompt has no tokens");
+  if (prompt_ids.size() >= n_ctx)
+    throw ModelError("the prompt has " + std::to_string(prompt_ids.size()) + " tokens, the context holds " +
+                     std::to_string(n_ctx) + " (raise --ctx-size)");
+
+  GenerateResult result;
+  result.prompt_ids = prompt_ids;
+  Sampler sampler(options.sampling);
+  for (int32_t id : prompt_ids) sampler.accept(id);
+
+  std::vector<TokenInput> batch(prompt_ids.size());
+  for (std::size_t i = 0; i < prompt_ids.size(); ++i) {
+    batch[i] = {prompt_ids[i], static_cast<uint32_t>(i), options.seq,
+                options.want_prompt_logits || i + 1 == prompt_ids.size()};
+  }
+  const auto prompt_start = Clock::now();
+  auto logits = forward.decode(batch);
+  result.prompt_ms = ms_since(prompt_start);
+  if (options.want_prompt_logits) result.prompt_logits.assign(logits.begin(), logits.end());
+  std::vector<float> last(logits.end() - n_vocab, logits.end());
+
+  StopFilter filter(options.stop);
+  std::size_t shown = 0;
+  const auto gen_start = Clock::now();
+  uint32_t pos = static_cast<uint32_t>(prompt_ids.size());
+  for (int32_t n = 0; options.n_predict < 0 || n < options.n_predict; ++n) {
+    const int32_t next = sampler.sample(last);
+    if (options.stop_at_eog && tok.is_eog(next)) {
+      result.stop_reason = StopReason::EndOfGeneration;
+      break;
+    }
+    result.generated_ids.push_back(next);
+    sampler.accept(next);
+    if (filter.append(tok.token_to_piece(next), result.text)) {
+      result.stop_reason = StopReason::StopString;
+      break;
+    }
+    if (on_text) {
+      const std::size_t safe = filter.safe_length(result.text);
+      if (safe > shown) {
+        on_text(std::string_view(result.text).substr(shown, safe - shown));
+        shown = safe;
+      }
+    }
+    if (options.n_predict >= 0 && n + 1 == options.n_predict) break;
+    if (pos >= n_ctx) {
+      result.stop_reason = StopReason::ContextFull;
+      break;
+    }
+    const TokenInput input{next, pos++, options.seq, true};
+    logits = forward.decode(std::span(&input, 1));
+    std::copy(logits.begin(), logits.end(), last.begin());
+  }
+  result.generate_ms = ms_since(gen_start);
+  if (on_text && result.text.size() > shown) on_text(std::string_view(result.text).substr(shown));
+  return result;
+}
+
+}  // namespace lamina::model

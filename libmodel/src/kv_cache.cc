@@ -1,0 +1,70 @@
+#include "lamina/model/kv_cache.h"
+
+#include <cstring>
+
+#include "lamina/quant/half.h"
+
+namespace lamina::model {
+
+KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options)
+    : n_layer_(config.n_layer),
+      n_ctx_(options.n_ctx),
+      n_seq_(options.n_seq),
+      k_dim_(config.k_dim()),
+      v_dim_(config.v_dim()),
+      type_(options.type),
+      elem_bytes_(options.type == KvType::F32 ? 4 : 2) {
+  if (n_ctx_ == 0 || n_seq_ == 0) throw ModelError("KV cache needs at least one position and one sequence");
+  k_bytes_per_seq_ = std::size_t{n_layer_} * n_ctx_ * k_dim_ * elem_bytes_;
+  const std::size_t v_per_seq = std::size_t{n_layer_} * n_ctx_ * v_dim_ * elem_bytes_;
+  storage_.resize((k_bytes_per_seq_ + v_per_seq) * n_seq_);
+}
+
+std::size_t KvCache::offset(bool value, uint32_t seq, uint32_t layer, uint32_t pos) const {
+  const std::size_t dim = value ? v_dim_ : k_dim_;
+  const std::size_t v_bytes_per_seq = std::size_t{n_layer_} * n_ctx_ * v_dim_ * elem_bytes_;
+  std::size_t base = value ? k_bytes_per_seq_ * n_seq_ + v_bytes_per_seq * seq : k_bytes_per_seq_ * seq;
+  return base + ((std::size_t{layer} * n_ctx_ + pos) * dim) * elem_bytes_;
+}
+
+void KvCache::store(bool value, uint32_t seq, uint32_t layer, uint32_t pos, const float* src) {
+  const std::size_t dim = value ? v_dim_ : k_dim_;
+  std::byte* dst = storage_.data() + offset(value, seq, layer, pos);
+  if (type_ == KvType::F32) {
+    std::memcpy(dst, src, dim * sizeof(float));
+    return;
+  }
+  auto* h = reinterpret_cast<uint16_t*>(dst);
+  for (std::size_t i = 0; i < dim; ++i) h[i] = quant::f32_to_f16(src[i]);
+}
+
+void KvCache::load(bool value, uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const {
+  const std::size_t n = std::size_t{n_pos} * (value ? v_dim_ : k_dim_);
+  const std::byte* src = storage_.data() + offset(value, seq, layer, pos0);
+  if (type_ == KvType::F32) {
+    std::memcpy(out, src, n * sizeof(float));
+    return;
+  }
+  const auto* h = reinterpret_cast<const uint16_t*>(src);
+  for (std::size_t i = 0; i < n; ++i) out[i] = quant::f16_to_f32(h[i]);
+}
+
+void KvCache::store_k(uint32_t seq, uint32_t layer, uint32_t pos, const float* k) { store(false, seq, layer, pos, k); }
+void KvCache::store_v(uint32_t seq, uint32_t layer, uint32_t pos, const float* v) { store(true, seq, layer, pos, v); }
+void KvCache::load_k(uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const {
+  load(false, seq, layer, pos0, n_pos, out);
+}
+void KvCache::load_v(uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const {
+  load(true, seq, layer, pos0, n_pos, out);
+}
+
+const float* KvCache::k_rows_f32(uint32_t seq, uint32_t layer, uint32_t pos0) const {
+  if (type_ != KvType::F32) return nullptr;
+  return reinterpret_cast<const float*>(storage_.data() + offset(false, seq, layer, pos0));
+}
+const float* KvCache::v_rows_f32(uint32_t seq, uint32_t layer, uint32_t pos0) const {
+  if (type_ != KvType::F32) return nullptr;
+  return reinterpret_cast<const float*>(storage_.data() + offset(true, seq, layer, pos0));
+}
+
+}  // namespace lamina::model

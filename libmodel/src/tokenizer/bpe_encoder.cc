@@ -1,0 +1,168 @@
+#include <queue>
+
+#include "lamina/gguf/file.h"
+#include "tokenizer/encoders.h"
+#include "tokenizer/metadata.h"
+#include "tokenizer/unicode.h"
+
+namespace lamina::model::detail {
+
+namespace {
+
+constexpr std::string_view kMergesKey = "tokenizer.ggml.merges";
+
+const PreTokenizerRules& rules_for(const Vocabulary& vocab) {
+  const PreTokenizerRules* rules = find_pre_tokenizer_rules(vocab.pre_name);
+  if (rules == nullptr) {
+    throw TokenizerError("tokenizer.ggml.pre: unknown pre-tokenizer '" + vocab.pre_name + "'");
+  }
+  return *rules;
+}
+
+struct Symbol {
+  uint32_t begin;
+  uint32_t length;  // 0 once merged into its left neighbour
+  int32_t piece;    // -1 when the text is no piece at all
+  int32_t prev;
+  int32_t next;
+};
+
+struct Candidate {
+  int32_t rank;
+  int32_t left;
+  int32_t right;
+  int32_t left_piece;
+  int32_t right_piece;
+  int32_t result;
+};
+
+struct LowerRankFirst {
+  bool operator()(const Candidate& a, const Candidate& b) const {
+    return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
+  }
+};
+
+}  // namespace
+
+BpeModel::BpeModel(const gguf::GgufFile& file, const Vocabulary& vocab)
+    : pre_tokenizer_(rules_for(vocab)), ignore_merges_(rules_for(vocab).ignore_merges) {
+  const std::vector<std::string> merges = required_strings(file, kMergesKey);
+  extra_index_.build(extra_pieces_);
+  merges_.reserve(merges.size());
+  for (std::size_t rank = 0; rank < merges.size(); ++rank) {
+    const std::string& line = merges[rank];
+    // The separator is the first space after the first byte (a part is never empty).
+    const std::size_t space = line.size() > 1 ? line.find(' ', 1) : std::string::npos;
+    if (space == std::string::npos || space + 1 >= line.size()) {
+      throw TokenizerError(std::string(kMergesKey) + "[" + std::to_string(rank) +
+                           "]: expected two parts separated by a space, got '" + line + "'");
+    }
+    const int32_t left = intern(vocab, line.substr(0, space));
+    const int32_t right = intern(vocab, line.substr(space + 1));
+    const int32_t result = intern(vocab, line.substr(0, space) + line.substr(space + 1));
+    // A repeated pair keeps its first (best) rank.
+    merges_.try_emplace(pair_key(left, right), Merge{static_cast<int32_t>(rank), result});
+  }
+}
+
+int32_t BpeModel::piece_id(const Vocabulary& vocab, std::string_view text) const {
+  const int32_t id = vocab.find(text);
+  if (id >= 0) return id;
+  const int32_t extra = extra_index_.find(text, extra_pieces_);
+  return extra >= 0 ? vocab.size() + extra : -1;
+}
+
+int32_t BpeModel::intern(const Vocabulary& vocab, const std::string& text) {
+  const int32_t id = piece_id(vocab, text);
+  if (id >= 0) return id;
+  extra_pieces_.push_back(text);
+  const auto extra = static_cast<int32_t>(extra_pieces_.size() - 1);
+  extra_index_.insert(extra, extra_pieces_);
+  return vocab.size() + extra;
+}
+
+void BpeModel::encode(const Vocabulary& vocab, std::string_view text,
+                      std::vector<int32_t>& out) const {
+  const std::string clean = sanitize_utf8(text);
+  std::vector<ByteRange> words;
+  pre_tokenizer_.split(clean, words);
+  std::string encoded;
+  for (const ByteRange& w : words) {
+    encoded.clear();
+    for (std::size_t i = w.begin; i < w.end; ++i) {
+      encoded += byte_to_unicode(static_cast<uint8_t>(clean[i]));
+    }
+    encode_word(vocab, encoded, out);
+  }
+}
+
+void BpeModel::encode_word(const Vocabulary& vocab, std::string_view word,
+                           std::vector<int32_t>& out) const {
+  if (word.empty()) return;
+  if (ignore_merges_) {
+    const int32_t whole = vocab.find(word);
+    if (whole >= 0) {
+      out.push_back(whole);
+      return;
+    }
+  }
+
+  std::vector<Symbol> symbols;
+  for (std::size_t pos = 0; pos < word.size();) {
+    const std::size_t n =
+        std::min(utf8_length_from_lead(static_cast<unsigned char>(word[pos])), word.size() - pos);
+    const auto index = static_cast<int32_t>(symbols.size());
+    symbols.push_back(Symbol{static_cast<uint32_t>(pos), static_cast<uint32_t>(n),
+                             piece_id(vocab, word.substr(pos, n)), index - 1,
+                             pos + n == word.size() ? -1 : index + 1});
+    pos += n;
+  }
+
+  std::priority_queue<Candidate, std::vector<Candidate>, LowerRankFirst> queue;
+  auto consider = [&](int32_t left, int32_t right) {
+    if (left < 0 || right < 0) return;
+    const Symbol& l = symbols[static_cast<std::size_t>(left)];
+    const Symbol& r = symbols[static_cast<std::size_t>(right)];
+    if (l.piece < 0 || r.piece < 0) return;
+    const auto it = merges_.find(pair_key(l.piece, r.piece));
+    if (it == merges_.end()) return;
+    queue.push(Candidate{it->second.rank, left, right, l.piece, r.piece, it->second.result});
+  };
+  for (std::size_t i = 1; i < symbols.size(); ++i) {
+    consider(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
+  }
+
+  while (!queue.empty()) {
+    const Candidate c = queue.top();
+    queue.pop();
+    Symbol& l = symbols[static_cast<std::size_t>(c.left)];
+    Symbol& r = symbols[static_cast<std::size_t>(c.right)];
+    // Skip pairs that an earlier merge changed.
+    if (l.length == 0 || r.length == 0 || l.next != c.right || l.piece != c.left_piece ||
+        r.piece != c.right_piece) {
+      continue;
+    }
+    l.piece = c.result;
+    l.length += r.length;
+    r.length = 0;
+    l.next = r.next;
+    if (r.next >= 0) symbols[static_cast<std::size_t>(r.next)].prev = c.left;
+    consider(l.prev, c.left);
+    consider(c.left, l.next);
+  }
+
+  for (int32_t i = 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) {
+    const Symbol& s = symbols[static_cast<std::size_t>(i)];
+    if (s.piece >= 0 && s.piece < vocab.size()) {
+      out.push_back(s.piece);
+      continue;
+    }
+    // Not a token: emit the tokens of its single bytes where there are any.
+    for (uint32_t j = 0; j < s.length; ++j) {
+      const int32_t id = vocab.find(word.substr(s.begin + j, 1));
+      if (id >= 0) out.push_back(id);
+    }
+  }
+}
+
+}  // namespace lamina::model::detail

@@ -1,0 +1,229 @@
+#include "lamina/model/tokenizer.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "lamina/gguf/file.h"
+#include "tokenizer/decoding.h"
+#include "tokenizer/encoders.h"
+#include "tokenizer/special_tokens.h"
+#include "tokenizer/unicode.h"
+#include "tokenizer/vocabulary.h"
+
+namespace lamina::model {
+
+namespace {
+
+constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // '▁'
+
+std::string replace_space_marks(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t pos = 0; pos < text.size();) {
+    if (text.substr(pos, kSpaceMark.size()) == kSpaceMark) {
+      out += ' ';
+      pos += kSpaceMark.size();
+    } else {
+      out += text[pos++];
+    }
+  }
+  return out;
+}
+
+std::string decode_byte_level(std::string_view text) {
+  std::string out;
+  for (char32_t cp : detail::decode_utf8_lossy(text)) {
+    const int byte = detail::unicode_to_byte(cp);
+    if (byte >= 0) {
+      out += static_cast<char>(byte);
+    } else {
+      detail::append_utf8(out, cp);
+    }
+  }
+  return out;
+}
+
+// "<0xNN>" -> the byte NN.
+std::optional<char> parse_byte_token(std::string_view text) {
+  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return std::nullopt;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  const int hi = hex(text[3]);
+  const int lo = hex(text[4]);
+  if (hi < 0 || lo < 0) return std::nullopt;
+  return static_cast<char>(hi * 16 + lo);
+}
+
+std::string render_piece(const detail::Vocabulary& v, int32_t id) {
+  const std::string& text = v.texts[static_cast<std::size_t>(id)];
+  switch (v.type(id)) {
+    case TokenType::Normal:
+      return v.kind == TokenizerKind::BytePairEncoding ? decode_byte_level(text)
+                                                       : replace_space_marks(text);
+    case TokenType::Byte:
+      if (const std::optional<char> byte = parse_byte_token(text)) return std::string(1, *byte);
+      return text;
+    case TokenType::Control:
+    case TokenType::Unknown:
+    case TokenType::UserDefined:
+      return text;
+    case TokenType::Unused:
+    case TokenType::Undefined:
+      break;
+  }
+  return {};
+}
+
+// SentencePiece sees spaces as '▁', and a text run may get one more in front.
+void escape_spaces(std::string_view text, bool add_prefix, std::string& out) {
+  out.clear();
+  if (add_prefix) out += kSpaceMark;
+  for (char c : text) {
+    if (c == ' ') {
+      out += kSpaceMark;
+    } else {
+      out += c;
+    }
+  }
+}
+
+}  // namespace
+
+struct Tokenizer::Impl {
+  explicit Impl(detail::Vocabulary vocabulary) : vocab(std::move(vocabulary)), specials(vocab) {
+    pieces.reserve(static_cast<std::size_t>(vocab.size()));
+    for (int32_t id = 0; id < vocab.size(); ++id) pieces.push_back(render_piece(vocab, id));
+  }
+
+  detail::Vocabulary vocab;
+  detail::SpecialTokenSplitter specials;
+  std::optional<detail::BpeModel> bpe;
+  std::vector<std::string> pieces;  // token_to_piece(id, render_special = true)
+};
+
+Tokenizer Tokenizer::from_gguf(const gguf::GgufFile& file) {
+  auto impl = std::make_shared<Impl>(detail::load_vocabulary(file));
+  if (impl->vocab.kind == TokenizerKind::BytePairEncoding) impl->bpe.emplace(file, impl->vocab);
+  return Tokenizer(std::move(impl));
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
+                                       bool parse_special) const {
+  const detail::Vocabulary& v = impl_->vocab;
+  const std::vector<detail::Fragment> fragments = impl_->specials.split(v, text, parse_special);
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 4);
+
+  const bool add_bos = add_special && v.add_bos;
+  const bool add_end = add_special && (v.kind == TokenizerKind::WordPiece ? v.add_sep : v.add_eos);
+  if (add_bos) out.push_back(v.ids.bos);
+
+  // The dummy prefix goes before every text run that starts the text or follows a
+  // special token.
+  bool after_special = true;
+  std::string scratch;
+  for (const detail::Fragment& f : fragments) {
+    if (f.token != kNoToken) {
+      out.push_back(f.token);
+      after_special = true;
+      continue;
+    }
+    const std::string_view run = text.substr(f.begin, f.end - f.begin);
+    switch (v.kind) {
+      case TokenizerKind::SentencePiece:
+        escape_spaces(run, v.add_space_prefix && after_special, scratch);
+        detail::encode_sentencepiece(v, scratch, out);
+        break;
+      case TokenizerKind::BytePairEncoding:
+        impl_->bpe->encode(v, run, out);
+        break;
+      case TokenizerKind::WordPiece:
+        detail::encode_wordpiece(v, run, out);
+        break;
+    }
+    after_special = false;
+  }
+
+  if (add_end) out.push_back(v.kind == TokenizerKind::WordPiece ? v.ids.sep : v.ids.eos);
+  return out;
+}
+
+std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
+  const detail::Vocabulary& v = impl_->vocab;
+  if (!v.contains(id)) {
+    throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                            std::to_string(v.size()) + " tokens");
+  }
+  const TokenType type = v.type(id);
+  if (!render_special && (type == TokenType::Control || type == TokenType::Unknown)) return {};
+  return impl_->pieces[static_cast<std::size_t>(id)];
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
+  std::string out;
+  bool after_special = true;
+  for (int32_t id : ids) detail::append_token_text(*this, id, options, after_special, out);
+  return out;
+}
+
+TokenizerKind Tokenizer::kind() const { return impl_->vocab.kind; }
+const std::string& Tokenizer::model_name() const { return impl_->vocab.model_name; }
+const std::string& Tokenizer::pre_tokenizer() const { return impl_->vocab.pre_name; }
+int32_t Tokenizer::n_vocab() const { return impl_->vocab.size(); }
+
+const std::string& Tokenizer::token_text(int32_t id) const {
+  return impl_->vocab.texts.at(static_cast<std::size_t>(id));
+}
+float Tokenizer::token_score(int32_t id) const {
+  return impl_->vocab.scores.at(static_cast<std::size_t>(id));
+}
+TokenType Tokenizer::token_type(int32_t id) const {
+  return impl_->vocab.types.at(static_cast<std::size_t>(id));
+}
+int32_t Tokenizer::find_token(std::string_view text) const { return impl_->vocab.find(text); }
+
+int32_t Tokenizer::bos_id() const { return impl_->vocab.ids.bos; }
+int32_t Tokenizer::eos_id() const { return impl_->vocab.ids.eos; }
+int32_t Tokenizer::eot_id() const { return impl_->vocab.ids.eot; }
+int32_t Tokenizer::eom_id() const { return impl_->vocab.ids.eom; }
+int32_t Tokenizer::unk_id() const { return impl_->vocab.ids.unk; }
+int32_t Tokenizer::sep_id() const { return impl_->vocab.ids.sep; }
+int32_t Tokenizer::pad_id() const { return impl_->vocab.ids.pad; }
+int32_t Tokenizer::cls_id() const { return impl_->vocab.ids.cls; }
+int32_t Tokenizer::mask_id() const { return impl_->vocab.ids.mask; }
+bool Tokenizer::add_bos() const { return impl_->vocab.add_bos; }
+bool Tokenizer::add_eos() const { return impl_->vocab.add_eos; }
+bool Tokenizer::add_space_prefix() const { return impl_->vocab.add_space_prefix; }
+
+bool Tokenizer::is_eog(int32_t id) const {
+  const std::vector<int32_t>& eog = impl_->vocab.eog_ids;
+  return std::binary_search(eog.begin(), eog.end(), id);
+}
+
+bool Tokenizer::is_special(int32_t id) const {
+  return impl_->vocab.contains(id) && impl_->vocab.is_special(id);
+}
+
+namespace detail {
+
+void append_token_text(const Tokenizer& tokenizer, int32_t id, const DecodeOptions& options,
+                       bool& after_special, std::string& out) {
+  const std::string piece = tokenizer.token_to_piece(id, options.render_special);
+  if (tokenizer.is_special(id)) {
+    out += piece;
+    after_special = true;
+    return;
+  }
+  const bool strip = after_special && options.strip_space_prefix &&
+                     tokenizer.add_space_prefix() && !piece.empty() && piece[0] == ' ';
+  out.append(piece, strip ? 1 : 0);
+  after_special = false;
+}
+
+}  // namespace detail
+
+}  // namespace lamina::model

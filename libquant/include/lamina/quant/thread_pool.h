@@ -1,0 +1,63 @@
+// A fixed pool of worker threads for the kernels: created once, reused by
+// every call, with a deterministic split of the work.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+namespace lamina::quant {
+
+class ThreadPool {
+ public:
+  // `num_threads` counts the calling thread, which always takes part as
+  // thread 0; 0 means std::thread::hardware_concurrency(). A pool of one
+  // thread starts no worker and runs everything on the caller.
+  explicit ThreadPool(size_t num_threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  size_t num_threads() const { return num_threads_; }
+
+  // Calls task(thread_index) once on each thread (0 .. num_threads()-1) and
+  // returns when all have returned. One call at a time per pool; the task
+  // must not throw.
+  template <class Task>
+  void run_on_all(Task&& task) {
+    using T = std::remove_reference_t<Task>;
+    run([](const void* ctx, size_t thread) { (*static_cast<T*>(const_cast<void*>(ctx)))(thread); },
+        &task);
+  }
+
+  // Splits [0, n) into num_threads() contiguous ranges and calls
+  // body(begin, end) for each non-empty one, in parallel. Range bounds are
+  // multiples of `granule` (except n itself) and depend only on n, granule
+  // and num_threads(), so a given item always lands on the same thread.
+  template <class Body>
+  void parallel_for(size_t n, size_t granule, Body&& body) {
+    if (n == 0) return;
+    if (num_threads_ == 1 || n <= granule) {
+      body(size_t{0}, n);
+      return;
+    }
+    run_on_all([&](size_t thread) {
+      const auto [begin, end] = thread_range(n, granule, thread);
+      if (begin < end) body(begin, end);
+    });
+  }
+
+  // The range parallel_for gives to `thread`.
+  std::pair<size_t, size_t> thread_range(size_t n, size_t granule, size_t thread) const;
+
+ private:
+  using TaskFn = void (*)(const void* ctx, size_t thread);
+  void run(TaskFn fn, const void* ctx);
+
+  struct Shared;
+  size_t num_threads_;
+  std::unique_ptr<Shared> shared_;
+};
+
+}  // namespace lamina::quant

@@ -1,0 +1,28 @@
+// Internal: one dynamically dispatched matmul entry per family of weight
+// formats (each family is a translation unit compiled for every target).
+#pragma once
+
+#include <cstddef>
+
+#include "lamina/quant/activations.h"
+#include "lamina/quant/format.h"
+#include "lamina/quant/thread_pool.h"
+
+namespace lamina::quant::detail {
+
+// F32, F16, BF16 weights; x holds n_rows rows of n_in floats, x_stride apart.
+void matmul_float(QuantFormat weight_format, const void* w, size_t n_out, size_t n_in,
+                  const float* x, size_t x_stride, size_t n_rows, float* y, ThreadPool& pool);
+
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL weights.
+void matmul_q32(QuantFormat weight_format, const void* w, size_t n_out, size_t n_in,
+                const QuantizedActivations& x, float* y, ThreadPool& pool);
+
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS weights.
+void matmul_kquants(QuantFormat weight_format, const void* w, size_t n_out, size_t n_in,
+                    const QuantizedActivations& x, float* y, ThreadPool& pool);
+
+// Output rows per unit of work split between threads.
+inline constexpr size_t kOutputGranule = 16;
+
+}  // namespace lamina::quant::detail

@@ -1,0 +1,48 @@
+// Matmul of the 256-value super-block weight formats, compiled once per
+// target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "matmul_kquants.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "hwy/highway.h"
+#include "matmul_families.h"
+#include "simd_dot_kquants-inl.h"
+#include "simd_matmul_tiles-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace lamina::quant::HWY_NAMESPACE {
+
+template <class Kernel>
+void RunKQuant(const void* w, size_t n_out, size_t n_in, const QuantizedActivations& x, float* y,
+               ThreadPool& pool) {
+  pool.parallel_for(n_out, detail::kOutputGranule, [&](size_t begin, size_t end) {
+    MatMulRows<Kernel>(w, n_in / kQK_K, n_out, begin, end, x, y);
+  });
+}
+
+void MatMulKQuants(QuantFormat format, const void* w, size_t n_out, size_t n_in,
+                   const QuantizedActivations& x, float* y, ThreadPool& pool) {
+  switch (format) {
+    case QuantFormat::Q2_K: return RunKQuant<KernelQ2_K>(w, n_out, n_in, x, y, pool);
+    case QuantFormat::Q3_K: return RunKQuant<KernelQ3_K>(w, n_out, n_in, x, y, pool);
+    case QuantFormat::Q4_K: return RunKQuant<KernelQ4_K>(w, n_out, n_in, x, y, pool);
+    case QuantFormat::Q5_K: return RunKQuant<KernelQ5_K>(w, n_out, n_in, x, y, pool);
+    case QuantFormat::Q6_K: return RunKQuant<KernelQ6_K>(w, n_out, n_in, x, y, pool);
+    case QuantFormat::IQ4_XS: return RunKQuant<KernelIQ4_XS>(w, n_out, n_in, x, y, pool);
+    default: return;  // the caller only passes the formats above
+  }
+}
+
+}  // namespace lamina::quant::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace lamina::quant {
+HWY_EXPORT(MatMulKQuants);
+
+void detail::matmul_kquants(QuantFormat format, const void* w, size_t n_out, size_t n_in,
+                            const QuantizedActivations& x, float* y, ThreadPool& pool) {
+  HWY_DYNAMIC_DISPATCH(MatMulKQuants)(format, w, n_out, n_in, x, y, pool);
+}
+}  // namespace lamina::quant
+#endif  // HWY_ONCE

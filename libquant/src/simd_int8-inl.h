@@ -1,0 +1,261 @@
+// Per-target integer building blocks of the quantized dot products: byte
+// vectors of one 32-value group, exact u8/i8 multiply-adds, f16 scales.
+//
+// Highway 1.0.3 has no op for the x86 byte multiply-adds (pmaddubsw,
+// vpdpbusd, vpdpwssd), so they are written here per target; every other
+// target uses an exact portable formulation. All results are exact integers,
+// which is what makes the kernels' output independent of the target's width.
+
+#if defined(LAMINA_QUANT_SIMD_INT8_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LAMINA_QUANT_SIMD_INT8_INL_H_
+#undef LAMINA_QUANT_SIMD_INT8_INL_H_
+#else
+#define LAMINA_QUANT_SIMD_INT8_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hwy/highway.h"
+#include "lamina/quant/half.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace lamina::quant::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// One group of 32 values fills a 256-bit vector, or two 128-bit ones.
+using DU8 = hn::CappedTag<uint8_t, 32>;
+using DI8 = hn::RebindToSigned<DU8>;
+using DU16 = hn::Repartition<uint16_t, DU8>;
+using DI16 = hn::Repartition<int16_t, DU8>;
+using DI32 = hn::Repartition<int32_t, DU8>;
+using DF32 = hn::Repartition<float, DU8>;
+using VU8 = hn::Vec<DU8>;
+using VI8 = hn::Vec<DI8>;
+using VI16 = hn::Vec<DI16>;
+using VI32 = hn::Vec<DI32>;
+using VF32 = hn::Vec<DF32>;
+
+inline constexpr size_t kGroupBytes = 32;
+inline constexpr size_t kVecBytes = hn::MaxLanes(DU8());
+inline constexpr size_t kParts = kGroupBytes / kVecBytes;
+inline constexpr size_t kI32Lanes = hn::MaxLanes(DI32());
+static_assert(kParts == 1 || kParts == 2, "needs 128- or 256-bit byte vectors");
+
+// 32 values as unsigned or signed bytes, in element order.
+struct U8x32 {
+  VU8 part[kParts];
+};
+struct I8x32 {
+  VI8 part[kParts];
+};
+
+HWY_INLINE I8x32 LoadI8x32(const int8_t* HWY_RESTRICT p) {
+  const DI8 d;
+  I8x32 v;
+  for (size_t i = 0; i < kParts; ++i) v.part[i] = hn::LoadU(d, p + i * kVecBytes);
+  return v;
+}
+
+HWY_INLINE U8x32 LoadU8x32(const uint8_t* HWY_RESTRICT p) {
+  const DU8 d;
+  U8x32 v;
+  for (size_t i = 0; i < kParts; ++i) v.part[i] = hn::LoadU(d, p + i * kVecBytes);
+  return v;
+}
+
+// 16 bytes holding values j (low nibble) and j + 16 (high nibble) -> the 32
+// nibbles in element order. (A template so that only the branch for this
+// target's width is compiled.)
+template <class D = DU8>
+HWY_INLINE U8x32 UnpackNibbles16(const uint8_t* HWY_RESTRICT qs) {
+  const D d;
+  U8x32 v;
+  if constexpr (hn::MaxLanes(D()) == 32) {
+    const hn::Half<D> dh;
+    const auto packed = hn::LoadU(dh, qs);
+    v.part[0] = hn::Combine(d, hn::ShiftRight<4>(packed), hn::And(packed, hn::Set(dh, 0x0F)));
+  } else {
+    const auto packed = hn::LoadU(d, qs);
+    v.part[0] = hn::And(packed, hn::Set(d, 0x0F));
+    v.part[kParts - 1] = hn::ShiftRight<4>(packed);
+  }
+  return v;
+}
+
+// Bit i of the 32-bit little-endian word at `bits` set -> byte i is `value`.
+HWY_INLINE U8x32 ExpandBits32(const uint8_t* HWY_RESTRICT bits, uint8_t value) {
+  const DU8 d;
+  U8x32 v;
+  for (size_t i = 0; i < kParts; ++i) {
+    const auto mask = hn::LoadMaskBits(d, bits + i * (kVecBytes / 8));
+    v.part[i] = hn::IfThenElseZero(mask, hn::Set(d, value));
+  }
+  return v;
+}
+
+// Lookup of each nibble (0..15) in a 16-entry signed byte table.
+HWY_INLINE I8x32 LookupNibbles(const U8x32& nibbles, const int8_t* HWY_RESTRICT table16) {
+  const DI8 d;
+  const auto table = hn::LoadDup128(d, table16);
+  I8x32 v;
+  for (size_t i = 0; i < kParts; ++i) {
+    v.part[i] = hn::TableLookupBytes(table, hn::BitCast(d, nibbles.part[i]));
+  }
+  return v;
+}
+
+//------------------------------------------------------------------------------
+// Byte multiply-adds. "Pairs" give i16 lanes u[2k]a[2k] + u[2k+1]a[2k+1];
+// "Quads" give i32 lanes summing four such products. The u operand is
+// unsigned; the caller guarantees |u0*a0 + u1*a1| <= 32767 (true for
+// u <= 128 and a in [-127, 127]).
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
+
+HWY_INLINE hn::Vec128<int16_t> MulPairsRaw(hn::Vec128<uint8_t> u, hn::Vec128<int8_t> a) {
+  return hn::Vec128<int16_t>{_mm_maddubs_epi16(u.raw, a.raw)};
+}
+HWY_INLINE hn::Vec128<int8_t> SignRaw(hn::Vec128<int8_t> a, hn::Vec128<int8_t> s) {
+  return hn::Vec128<int8_t>{_mm_sign_epi8(a.raw, s.raw)};
+}
+#if HWY_TARGET <= HWY_AVX2
+HWY_INLINE hn::Vec256<int16_t> MulPairsRaw(hn::Vec256<uint8_t> u, hn::Vec256<int8_t> a) {
+  return hn::Vec256<int16_t>{_mm256_maddubs_epi16(u.raw, a.raw)};
+}
+HWY_INLINE hn::Vec256<int8_t> SignRaw(hn::Vec256<int8_t> a, hn::Vec256<int8_t> s) {
+  return hn::Vec256<int8_t>{_mm256_sign_epi8(a.raw, s.raw)};
+}
+#endif
+
+#if HWY_TARGET == HWY_AVX3_DL
+// Highway 1.0.3 builds AVX3_DL with "avxvnni" (the VEX encoding, missing on
+// e.g. Zen 4/5 and Ice Lake) but not "avx512vnni", which is what its runtime
+// check guarantees; so the EVEX form is spelled out.
+HWY_INLINE hn::Vec256<int32_t> QuadsRaw(hn::Vec256<int32_t> acc, hn::Vec256<uint8_t> u,
+                                        hn::Vec256<int8_t> a) {
+  __m256i r = acc.raw;
+  asm("%{evex%} vpdpbusd %2, %1, %0" : "+v"(r) : "v"(u.raw), "v"(a.raw));
+  return hn::Vec256<int32_t>{r};
+}
+HWY_INLINE hn::Vec256<int32_t> PairsI16Raw(hn::Vec256<int32_t> acc, hn::Vec256<int16_t> x,
+                                           hn::Vec256<int16_t> y) {
+  __m256i r = acc.raw;
+  asm("%{evex%} vpdpwssd %2, %1, %0" : "+v"(r) : "v"(x.raw), "v"(y.raw));
+  return hn::Vec256<int32_t>{r};
+}
+#endif
+
+HWY_INLINE VI16 MulPairs(VU8 u, VI8 a) { return MulPairsRaw(u, a); }
+
+HWY_INLINE VI32 MulAddPairsI16(VI32 acc, VI16 x, VI16 y) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return PairsI16Raw(acc, x, y);
+#else
+  VI32 unused = hn::Zero(DI32());
+  return hn::ReorderWidenMulAccumulate(DI32(), x, y, acc, unused);  // pmaddwd + add
+#endif
+}
+
+HWY_INLINE VI32 MulAddQuads(VI32 acc, VU8 u, VI8 a) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return QuadsRaw(acc, u, a);
+#else
+  return MulAddPairsI16(acc, MulPairs(u, a), hn::Set(DI16(), 1));
+#endif
+}
+
+// |w| as unsigned and a with the sign of w applied, so that their unsigned
+// x signed product equals w * a.
+HWY_INLINE void SplitSign(VI8 w, VI8 a, VU8& abs_w, VI8& signed_a) {
+  abs_w = hn::BitCast(DU8(), hn::Abs(w));
+  signed_a = SignRaw(a, w);
+}
+
+#else  // Portable: widen to i16 and multiply exactly.
+
+HWY_INLINE void WidenEvenOdd(VU8 u, VI16& even, VI16& odd) {
+  const DU16 du16;
+  even = hn::BitCast(DI16(), hn::And(hn::BitCast(du16, u), hn::Set(du16, 0x00FF)));
+  odd = hn::BitCast(DI16(), hn::ShiftRight<8>(hn::BitCast(du16, u)));
+}
+HWY_INLINE void WidenEvenOdd(VI8 a, VI16& even, VI16& odd) {
+  const DI16 di16;
+  even = hn::ShiftRight<8>(hn::ShiftLeft<8>(hn::BitCast(di16, a)));
+  odd = hn::ShiftRight<8>(hn::BitCast(di16, a));
+}
+
+HWY_INLINE VI16 MulPairs(VU8 u, VI8 a) {
+  VI16 ue, uo, ae, ao;
+  WidenEvenOdd(u, ue, uo);
+  WidenEvenOdd(a, ae, ao);
+  return hn::Add(hn::Mul(ue, ae), hn::Mul(uo, ao));
+}
+
+HWY_INLINE VI32 MulAddPairsI16(VI32 acc, VI16 x, VI16 y) {
+  VI32 odd = hn::Zero(DI32());
+  const VI32 even = hn::ReorderWidenMulAccumulate(DI32(), x, y, acc, odd);
+  return hn::RearrangeToOddPlusEven(even, odd);
+}
+
+HWY_INLINE VI32 MulAddQuads(VI32 acc, VU8 u, VI8 a) {
+  VI16 ue, uo, ae, ao;
+  WidenEvenOdd(u, ue, uo);
+  WidenEvenOdd(a, ae, ao);
+  return MulAddPairsI16(MulAddPairsI16(acc, ue, ae), uo, ao);
+}
+
+HWY_INLINE void SplitSign(VI8 w, VI8 a, VU8& abs_w, VI8& signed_a) {
+  abs_w = hn::BitCast(DU8(), hn::Abs(w));
+  const VI8 zero = hn::Zero(DI8());
+  signed_a = hn::IfThenElse(hn::Lt(w, zero), hn::Sub(zero, a), a);
+}
+
+#endif
+
+// Signed x signed versions (a must not be -128).
+HWY_INLINE VI16 MulPairsSigned(VI8 w, VI8 a) {
+  VU8 abs_w;
+  VI8 signed_a;
+  SplitSign(w, a, abs_w, signed_a);
+  return MulPairs(abs_w, signed_a);
+}
+HWY_INLINE VI32 MulAddQuadsSigned(VI32 acc, VI8 w, VI8 a) {
+  VU8 abs_w;
+  VI8 signed_a;
+  SplitSign(w, a, abs_w, signed_a);
+  return MulAddQuads(acc, abs_w, signed_a);
+}
+
+// Group-level dots: the i32 lanes of the result sum to the dot of the 32
+// values (plus acc).
+HWY_INLINE VI32 DotGroup(VI32 acc, const U8x32& u, const int8_t* HWY_RESTRICT a) {
+  const DI8 d;
+  for (size_t i = 0; i < kParts; ++i) acc = MulAddQuads(acc, u.part[i], hn::LoadU(d, a + i * kVecBytes));
+  return acc;
+}
+HWY_INLINE VI32 DotGroupSigned(VI32 acc, const I8x32& w, const int8_t* HWY_RESTRICT a) {
+  const DI8 d;
+  for (size_t i = 0; i < kParts; ++i) {
+    acc = MulAddQuadsSigned(acc, w.part[i], hn::LoadU(d, a + i * kVecBytes));
+  }
+  return acc;
+}
+
+//------------------------------------------------------------------------------
+// Scalars
+
+HWY_INLINE float F16ToF32(uint16_t bits) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  return _cvtsh_ss(bits);
+#else
+  return f16_to_f32(bits);
+#endif
+}
+
+HWY_INLINE float SumLanes(VF32 v) { return hn::GetLane(hn::SumOfLanes(DF32(), v)); }
+
+}  // namespace lamina::quant::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard

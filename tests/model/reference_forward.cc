@@ -1,0 +1,256 @@
+#include "reference_forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "reference_model.h"
+#include "reference_ops.h"
+
+namespace lamina::model::reference {
+
+// Keys and values of every past position of one layer, [pos][kv_head * head_dim].
+struct LayerCache {
+  std::vector<Activations> keys;
+  std::vector<Activations> values;
+};
+
+struct ModelState {
+  ModelConfig config;
+  ModelWeights weights;
+  ReferenceOptions options;
+  std::vector<LayerCache> cache;
+  size_t n_past = 0;
+};
+
+namespace {
+
+struct Qkv {
+  Activations q, k, v;
+};
+
+bool quantize_activations(const ModelState& s) { return s.options.emulate_ggml_activation_quant; }
+
+void add_in_place(Activations& x, const Activations& y) {
+  for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
+}
+
+Activations norm(const ModelState& s, std::span<const double> x, const Vector& w, const Vector& b) {
+  return s.config.arch.norm == NormKind::Rms ? rms_norm(x, w, s.config.norm_eps)
+                                             : layer_norm(x, w, b, s.config.norm_eps);
+}
+
+double activation(const ModelState& s, double x) {
+  if (s.config.arch.activation == Activation::Silu) return silu(x);
+  return s.options.emulate_ggml_gelu_f16 ? gelu_ggml_f16(x) : gelu_tanh(x);
+}
+
+Activations embed(const ModelState& s, int32_t token, size_t pos) {
+  const ModelConfig& c = s.config;
+  if (token < 0 || static_cast<uint32_t>(token) >= c.n_vocab) {
+    throw std::out_of_range("token id " + std::to_string(token) + " outside the vocabulary");
+  }
+  const float* row = s.weights.token_embd.row(static_cast<size_t>(token));
+  Activations x(row, row + c.n_embd);
+  if (c.arch.scale_embeddings) {
+    for (double& v : x) v *= std::sqrt(static_cast<double>(c.n_embd));
+  }
+  if (c.arch.learned_positions) {
+    if (pos >= s.weights.position_embd.rows) throw std::out_of_range("position beyond position_embd");
+    const float* p = s.weights.position_embd.row(pos);
+    for (size_t i = 0; i < x.size(); ++i) x[i] += p[i];
+  }
+  return x;
+}
+
+Qkv project_qkv(const ModelState& s, const LayerWeights& l, const Activations& x) {
+  const ModelConfig& c = s.config;
+  const bool q8 = quantize_activations(s);
+  if (!c.arch.fused_qkv) {
+    return {matvec(l.wq, x, q8, l.bq), matvec(l.wk, x, q8, l.bk), matvec(l.wv, x, q8, l.bv)};
+  }
+  const Activations qkv = matvec(l.wqkv, x, q8, l.bqkv);
+  const size_t q_end = size_t{c.n_head} * c.head_dim_k;
+  const size_t k_end = q_end + size_t{c.n_head_kv} * c.head_dim_k;
+  return {Activations(qkv.begin(), qkv.begin() + q_end),
+          Activations(qkv.begin() + q_end, qkv.begin() + k_end),
+          Activations(qkv.begin() + k_end, qkv.end())};
+}
+
+// Per-head RMSNorm (qwen3) and RoPE, in place, for `n_heads` heads.
+void position_heads(const ModelState& s, Activations& x, size_t n_heads, const Vector& head_norm,
+                    size_t pos) {
+  const ModelConfig& c = s.config;
+  for (size_t h = 0; h < n_heads; ++h) {
+    std::span<double> head(x.data() + h * c.head_dim_k, c.head_dim_k);
+    if (!head_norm.empty()) {
+      const Activations normed = rms_norm(head, head_norm, c.norm_eps);
+      std::copy(normed.begin(), normed.end(), head.begin());
+    }
+    if (c.arch.rope == RopeKind::Norm) rope_norm(head, pos, c.n_rot, c.rope_base, s.weights.rope_freqs);
+    if (c.arch.rope == RopeKind::Neox) rope_neox(head, pos, c.n_rot, c.rope_base, s.weights.rope_freqs);
+  }
+}
+
+// Causal softmax attention of the current position's queries over the
+// cache (which already holds this position), with GQA, optional logit
+// softcap and optional sliding window. Returns [n_head * head_dim_v].
+Activations attention(const ModelState& s, const Activations& q, const LayerCache& cache,
+                      bool sliding) {
+  const ModelConfig& c = s.config;
+  const size_t pos = cache.keys.size() - 1;
+  const size_t first = sliding && pos + 1 > c.sliding_window ? pos + 1 - c.sliding_window : 0;
+  const size_t group = c.n_head / c.n_head_kv;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim_k));
+  Activations out(size_t{c.n_head} * c.head_dim_v, 0.0);
+  for (size_t h = 0; h < c.n_head; ++h) {
+    const size_t kv_head = h / group;
+    const double* qh = q.data() + h * c.head_dim_k;
+    std::vector<double> scores;
+    for (size_t p = first; p <= pos; ++p) {
+      const double* kh = cache.keys[p].data() + kv_head * c.head_dim_k;
+      double score = std::inner_product(qh, qh + c.head_dim_k, kh, 0.0) * scale;
+      if (c.attn_softcap > 0.0) score = softcap(score, c.attn_softcap);
+      scores.push_back(score);
+    }
+    softmax(scores);
+    double* oh = out.data() + h * c.head_dim_v;
+    for (size_t p = first; p <= pos; ++p) {
+      const double* vh = cache.values[p].data() + kv_head * c.head_dim_v;
+      for (size_t i = 0; i < c.head_dim_v; ++i) oh[i] += scores[p - first] * vh[i];
+    }
+  }
+  return out;
+}
+
+Activations attention_block(ModelState& s, size_t il, const Activations& x) {
+  const ModelConfig& c = s.config;
+  const LayerWeights& l = s.weights.layers[il];
+  const size_t pos = s.n_past;
+  Qkv qkv = project_qkv(s, l, x);
+  position_heads(s, qkv.q, c.n_head, l.q_norm, pos);
+  position_heads(s, qkv.k, c.n_head_kv, l.k_norm, pos);
+  LayerCache& cache = s.cache[il];
+  cache.keys.push_back(std::move(qkv.k));
+  cache.values.push_back(std::move(qkv.v));
+  const bool sliding = c.arch.sliding_window_on_even_layers && il % 2 == 0;
+  const Activations heads = attention(s, qkv.q, cache, sliding);
+  return matvec(l.wo, heads, quantize_activations(s), l.bo);
+}
+
+// down(act(gate) * up) for the given projections.
+Activations gated_ffn(const ModelState& s, const Activations& gate, const Activations& up,
+                      const Matrix& down) {
+  Activations h(gate.size());
+  for (size_t i = 0; i < h.size(); ++i) h[i] = activation(s, gate[i]) * up[i];
+  return matvec(down, h, quantize_activations(s));
+}
+
+// Softmax router, top-k experts, their weights renormalised to sum to 1.
+Activations mixture_of_experts(const ModelState& s, const LayerWeights& l, const Activations& x) {
+  const ModelConfig& c = s.config;
+  const bool q8 = quantize_activations(s);
+  Activations probs = matvec(l.router, x, q8);
+  softmax(probs);
+  std::vector<size_t> order(c.n_expert);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return probs[a] > probs[b]; });
+  order.resize(c.n_expert_used);
+  double total = 0.0;
+  for (size_t e : order) total += probs[e];
+
+  Activations out(c.n_embd, 0.0);
+  for (size_t e : order) {
+    const Activations gate = matvec(l.expert_gate[e], x, q8);
+    const Activations up = matvec(l.expert_up[e], x, q8);
+    const Activations y = gated_ffn(s, gate, up, l.expert_down[e]);
+    for (size_t i = 0; i < out.size(); ++i) out[i] += probs[e] / total * y[i];
+  }
+  return out;
+}
+
+Activations ffn_block(const ModelState& s, const LayerWeights& l, const Activations& x) {
+  const bool q8 = quantize_activations(s);
+  switch (s.config.arch.ffn) {
+    case FfnKind::Gated:
+      return gated_ffn(s, matvec(l.ffn_gate, x, q8), matvec(l.ffn_up, x, q8), l.ffn_down);
+    case FfnKind::GatedFused: {
+      const Activations both = matvec(l.ffn_up, x, q8);
+      const size_t n_ff = s.config.n_ff;
+      return gated_ffn(s, Activations(both.begin(), both.begin() + n_ff),
+                       Activations(both.begin() + n_ff, both.end()), l.ffn_down);
+    }
+    case FfnKind::Plain: {
+      Activations h = matvec(l.ffn_up, x, q8, l.ffn_up_bias);
+      for (double& v : h) v = activation(s, v);
+      return matvec(l.ffn_down, h, q8, l.ffn_down_bias);
+    }
+    case FfnKind::MixtureOfExperts:
+      return mixture_of_experts(s, l, x);
+  }
+  throw std::logic_error("unhandled FfnKind");
+}
+
+// x += attention(norm(x)); x += ffn(norm(x)), with gemma2's post-norms.
+void transformer_block(ModelState& s, size_t il, Activations& x) {
+  const LayerWeights& l = s.weights.layers[il];
+  const bool post = s.config.arch.post_norms;
+  Activations attn = attention_block(s, il, norm(s, x, l.attn_norm, l.attn_norm_bias));
+  if (post) attn = rms_norm(attn, l.post_attention_norm, s.config.norm_eps);
+  add_in_place(x, attn);
+  Activations ffn = ffn_block(s, l, norm(s, x, l.ffn_norm, l.ffn_norm_bias));
+  if (post) ffn = rms_norm(ffn, l.post_ffw_norm, s.config.norm_eps);
+  add_in_place(x, ffn);
+}
+
+std::vector<float> output_logits(const ModelState& s, const Activations& x) {
+  const Activations h = norm(s, x, s.weights.output_norm, s.weights.output_norm_bias);
+  const Activations logits = matvec(s.weights.output, h, quantize_activations(s));
+  std::vector<float> out(logits.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const double l = s.config.final_softcap > 0.0 ? softcap(logits[i], s.config.final_softcap) : logits[i];
+    out[i] = static_cast<float>(l);
+  }
+  return out;
+}
+
+}  // namespace
+
+ReferenceSession::ReferenceSession(const gguf::GgufFile& file, const ReferenceOptions& options)
+    : state_(std::make_unique<ModelState>()) {
+  state_->config = read_config(file);
+  state_->weights = load_weights(file, state_->config);
+  state_->options = options;
+  state_->cache.resize(state_->config.n_layer);
+}
+
+ReferenceSession::~ReferenceSession() = default;
+ReferenceSession::ReferenceSession(ReferenceSession&&) noexcept = default;
+ReferenceSession& ReferenceSession::operator=(ReferenceSession&&) noexcept = default;
+
+std::vector<float> ReferenceSession::append(int32_t token) {
+  ModelState& s = *state_;
+  Activations x = embed(s, token, s.n_past);
+  for (size_t il = 0; il < s.config.n_layer; ++il) transformer_block(s, il, x);
+  ++s.n_past;
+  return output_logits(s, x);
+}
+
+size_t ReferenceSession::n_past() const { return state_->n_past; }
+size_t ReferenceSession::n_vocab() const { return state_->config.n_vocab; }
+
+std::vector<float> reference_logits(const gguf::GgufFile& file, std::span<const int32_t> tokens,
+                                    const ReferenceOptions& options) {
+  ReferenceSession session(file, options);
+  std::vector<float> all;
+  all.reserve(tokens.size() * session.n_vocab());
+  for (int32_t token : tokens) {
+    const std::vector<float> logits = session.append(token);
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
+}
+
+}  // namespace lamina::model::reference

@@ -1,0 +1,114 @@
+// The reference forward pass's view of a model: which architecture it is
+// (a row of a small table), its hyperparameters from GGUF metadata, and its
+// weights dequantized to f32 once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lamina/gguf/file.h"
+#include "lamina/quant/format.h"
+
+namespace lamina::model::reference {
+
+enum class NormKind { Rms, Layer };           // RMSNorm, or LayerNorm with bias
+enum class RopeKind { None, Norm, Neox };     // Norm: pairs (2i, 2i+1); Neox: (i, i + n_rot/2)
+enum class Activation { Silu, Gelu };         // Gelu is the tanh approximation
+enum class FfnKind {
+  Gated,         // down(act(gate x) * up x)
+  GatedFused,    // ffn_up holds [gate; up] stacked by rows
+  Plain,         // down(act(up x))
+  MixtureOfExperts,
+};
+
+// What distinguishes one architecture from another. Everything else is the
+// same pre-norm transformer block.
+struct ArchTraits {
+  std::string_view name;
+  NormKind norm;
+  RopeKind rope;
+  FfnKind ffn;
+  Activation activation;
+  bool fused_qkv = false;           // attn_qkv rows [Q; K; V]
+  bool qk_norm = false;             // RMSNorm over each Q and K head before RoPE
+  bool post_norms = false;          // gemma2: RMSNorm on attention and FFN outputs
+  bool learned_positions = false;   // gpt2: position_embd added to the input
+  bool scale_embeddings = false;    // gemma2: input embeddings times sqrt(n_embd)
+  bool sliding_window_on_even_layers = false;  // gemma2
+};
+
+// The table entry for `arch` ("llama", "qwen2", ...); throws std::runtime_error
+// naming the architecture when it is not in the table.
+const ArchTraits& arch_traits(std::string_view arch);
+
+// Hyperparameters, read from `<arch>.*` metadata keys with llama.cpp's defaults.
+struct ModelConfig {
+  ArchTraits arch;
+  uint32_t n_layer = 0;
+  uint32_t n_embd = 0;
+  uint32_t n_ff = 0;
+  uint32_t n_head = 0;
+  uint32_t n_head_kv = 0;
+  uint32_t head_dim_k = 0;  // attention.key_length
+  uint32_t head_dim_v = 0;  // attention.value_length
+  uint32_t n_rot = 0;       // rope.dimension_count
+  uint32_t n_vocab = 0;     // rows of token_embd
+  uint32_t n_ctx_train = 0;
+  double norm_eps = 0.0;
+  double rope_base = 10000.0;
+  double attn_softcap = 0.0;   // 0: none
+  double final_softcap = 0.0;  // 0: none
+  uint32_t sliding_window = 0;
+  uint32_t n_expert = 0;
+  uint32_t n_expert_used = 0;
+  uint32_t n_ff_expert = 0;
+};
+
+ModelConfig read_config(const gguf::GgufFile& file);
+
+// A weight matrix of `rows` x `cols` (cols = ne0, the contiguous length),
+// dequantized exactly. `format` is the storage type in the file, which
+// decides how ggml would quantize the activations it multiplies.
+struct Matrix {
+  size_t rows = 0;
+  size_t cols = 0;
+  quant::QuantFormat format = quant::QuantFormat::F32;
+  std::vector<float> values;
+
+  const float* row(size_t r) const { return values.data() + r * cols; }
+};
+
+using Vector = std::vector<float>;  // norm weights and biases
+
+struct LayerWeights {
+  Vector attn_norm, attn_norm_bias;
+  Matrix wq, wk, wv, wqkv;  // either the three or the fused one
+  Vector bq, bk, bv, bqkv;  // empty when the file has no bias
+  Vector q_norm, k_norm;
+  Matrix wo;
+  Vector bo;
+  Vector post_attention_norm;
+  Vector ffn_norm, ffn_norm_bias;
+  Matrix ffn_gate, ffn_up, ffn_down;
+  Vector ffn_up_bias, ffn_down_bias;
+  Vector post_ffw_norm;
+  Matrix router;  // ffn_gate_inp
+  std::vector<Matrix> expert_gate, expert_up, expert_down;
+};
+
+struct ModelWeights {
+  Matrix token_embd;
+  Matrix position_embd;
+  Vector output_norm, output_norm_bias;
+  Matrix output;      // token_embd's copy when the output is tied
+  Vector rope_freqs;  // empty: no frequency factors
+  std::vector<LayerWeights> layers;
+};
+
+ModelWeights load_weights(const gguf::GgufFile& file, const ModelConfig& config);
+
+}  // namespace lamina::model::reference

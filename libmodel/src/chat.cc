@@ -50,7 +50,7 @@ void require_alternating(const std::vector<ChatMessage>& turns) {
   }
 }
 
-std::string render_chatml(const ChatFormat& f, const std::vector<ChatMessage>& messages, bool gen) {
+std::string render_chatml(const ChatFormat& f, const std::vector<ChatMessage>& messages, bool gen, bool thinking) {
   std::string out;
   if (!f.default_system.empty() && (messages.empty() || messages[0].role != "system"))
     append(out, "<|im_start|>system\n", f.default_system, "<|im_end|>\n");
@@ -67,6 +67,7 @@ std::string render_chatml(const ChatFormat& f, const std::vector<ChatMessage>& m
     append(out, "<|im_start|>", m.role, "\n", content, "<|im_end|>\n");
   }
   if (gen) out += "<|im_start|>assistant\n";
+  if (gen && f.thinking_switch && !thinking) out += "<think>\n\n</think>\n\n";
   return out;
 }
 
@@ -123,7 +124,8 @@ std::string render_gemma(const std::vector<ChatMessage>& messages, bool gen, std
 std::optional<ChatFormat> detect_chat_format(std::string_view t) {
   if (contains(t, "<|start_header_id|>")) return ChatFormat{ChatFamily::Llama3, {}, false};
   if (contains(t, "<|im_start|>"))
-    return ChatFormat{ChatFamily::ChatMl, chatml_default_system(t), contains(t, "</think>")};
+    return ChatFormat{ChatFamily::ChatMl, chatml_default_system(t), contains(t, "</think>"),
+                      contains(t, "enable_thinking")};
   if (contains(t, "<start_of_turn>")) return ChatFormat{ChatFamily::Gemma, {}, false};
   if (contains(t, "<|user|>") && contains(t, "<|end|>")) return ChatFormat{ChatFamily::Phi3, {}, false};
   if (contains(t, "[INST]") && contains(t, "<<SYS>>")) return ChatFormat{ChatFamily::Llama2, {}, false};
@@ -154,9 +156,9 @@ std::string_view chat_family_name(ChatFamily family) {
 }
 
 std::string render_chat(const ChatFormat& format, const std::vector<ChatMessage>& messages, bool gen,
-                        std::string_view bos, std::string_view eos) {
+                        std::string_view bos, std::string_view eos, bool enable_thinking) {
   switch (format.family) {
-    case ChatFamily::ChatMl: return render_chatml(format, messages, gen);
+    case ChatFamily::ChatMl: return render_chatml(format, messages, gen, enable_thinking);
     case ChatFamily::Llama2: return render_llama2(messages, bos, eos);
     case ChatFamily::Mistral: return render_mistral(messages, bos, eos);
     case ChatFamily::Gemma: return render_gemma(messages, gen, bos);

@@ -32,13 +32,11 @@ void UnpackActivationRows(QuantizedActivations& out) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <algorithm>
 #include <cstring>
-#include <new>
 #include <stdexcept>
 #include <string>
 
-#include "hwy/aligned_allocator.h"
+#include "activations_access.h"
 
 namespace lamina::quant {
 
@@ -51,36 +49,12 @@ constexpr size_t kRowAlign = 64;
 
 size_t round_up(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
-// A growable aligned array whose contents need not survive growth.
-template <class T>
-struct Buffer {
-  hwy::AlignedFreeUniquePtr<T[]> data;
-  size_t capacity = 0;
-
-  T* reserve(size_t n) {
-    if (n > capacity) {
-      data = hwy::AllocateAligned<T>(n);
-      if (!data) throw std::bad_alloc();
-      capacity = n;
-    }
-    return data.get();
-  }
-};
-
 bool is_activation_format(QuantFormat f) {
   return f == QuantFormat::Q8_0 || f == QuantFormat::Q8_1 || f == QuantFormat::Q8_K ||
          f == QuantFormat::F32;
 }
 
 }  // namespace
-
-struct QuantizedActivations::Storage {
-  Buffer<uint8_t> blocks;
-  Buffer<int8_t> values;
-  Buffer<float> scales;
-  Buffer<int32_t> block_sums;
-  Buffer<int16_t> group_sums;
-};
 
 QuantizedActivations::QuantizedActivations() : storage_(std::make_unique<Storage>()) {}
 QuantizedActivations::~QuantizedActivations() = default;
@@ -95,25 +69,28 @@ void ActivationsAccess::reshape(QuantizedActivations& a, QuantFormat format, siz
     throw std::invalid_argument("activations: " + std::string(format_traits(format).name) +
                                 " is not an activation format (Q8_0, Q8_1, Q8_K or F32)");
   }
-  const size_t block_elems = format_traits(format).block_elems;
-  const size_t row_bytes = quant::row_bytes(format, n_cols);  // throws on a partial block
-  const size_t blocks_per_row = n_cols / block_elems;
+  const size_t bytes = row_bytes(format, n_cols);  // throws on a partial block
+  const size_t blocks_per_row = n_cols / format_traits(format).block_elems;
   if (!a.storage_) a.storage_ = std::make_unique<QuantizedActivations::Storage>();
   QuantizedActivations::Storage& s = *a.storage_;
-
   a.format_ = format;
   a.rows_ = n_rows;
   a.cols_ = n_cols;
-  a.blocks_stride_ = round_up(row_bytes, kRowAlign);
-  a.blocks_ = s.blocks.reserve(std::max<size_t>(1, n_rows * a.blocks_stride_));
-  const bool quantized = format != QuantFormat::F32;
-  a.values_stride_ = quantized ? round_up(n_cols, kRowAlign) : 0;
-  a.blocks_per_row_ = quantized ? blocks_per_row : 0;
-  a.groups_per_row_ = format == QuantFormat::Q8_K ? blocks_per_row * (kQK_K / 16) : 0;
-  a.values_ = s.values.reserve(std::max<size_t>(1, n_rows * a.values_stride_));
-  a.scales_ = s.scales.reserve(std::max<size_t>(1, n_rows * a.blocks_per_row_));
-  a.block_sums_ = s.block_sums.reserve(std::max<size_t>(1, n_rows * a.blocks_per_row_));
-  a.group_sums_ = s.group_sums.reserve(std::max<size_t>(1, n_rows * a.groups_per_row_));
+  a.blocks_stride_ = round_up(bytes, kRowAlign);
+  a.blocks_ = s.blocks.reserve(n_rows * a.blocks_stride_);
+
+  const bool blocks32 = format == QuantFormat::Q8_0 || format == QuantFormat::Q8_1;
+  const bool super_blocks = format == QuantFormat::Q8_K;
+  s.values_stride = blocks32 ? round_up(n_cols, kGroupValues) : super_blocks ? n_cols : 0;
+  s.lanes_stride = blocks32 ? round_up(blocks_per_row, kGroupBlocks) * kLanesPerBlock : 0;
+  s.scales_stride = super_blocks ? blocks_per_row : 0;
+  s.groups_stride = super_blocks ? blocks_per_row * 16 : 0;
+  s.values.reserve(n_rows * s.values_stride);
+  s.lane_scales.reserve(n_rows * s.lanes_stride);
+  s.lane_neg_sums.reserve(n_rows * s.lanes_stride);
+  s.lane_scaled_sums.reserve(n_rows * s.lanes_stride);
+  s.scales.reserve(n_rows * s.scales_stride);
+  s.group_sums.reserve(n_rows * s.groups_stride);
 }
 
 }  // namespace detail

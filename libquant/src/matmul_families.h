@@ -25,4 +25,14 @@ void matmul_kquants(QuantFormat weight_format, const void* w, size_t n_out, size
 // Output rows per unit of work split between threads.
 inline constexpr size_t kOutputGranule = 16;
 
+// Activation rows per pass over a thread's weight rows: as many as fit in
+// about half of a 1 MiB L2 (at least one register tile of 4), so that they
+// stay cached while the weights stream through once per pass.
+inline size_t activation_rows_per_pass(size_t bytes_per_row) {
+  constexpr size_t kBudget = size_t{512} << 10;
+  constexpr size_t kMaxRows = 256;
+  const size_t rows = kBudget / (bytes_per_row + 1);
+  return rows < 4 ? 4 : rows > kMaxRows ? kMaxRows : rows / 4 * 4;
+}
+
 }  // namespace lamina::quant::detail

@@ -112,38 +112,53 @@ HWY_INLINE void QuantizeQ8_KRow(const float* HWY_RESTRICT x, size_t n, BlockQ8_K
   }
 }
 
-// Derives the kernel layout of row r from its blocks.
+// Derives the kernel layout of row r from its blocks (see
+// activations_access.h).
 inline void UnpackRow(QuantizedActivations& a, size_t r) {
-  using Access = detail::ActivationsAccess;
+  using detail::kGroupBlocks;
+  using detail::kGroupValues;
+  using detail::kLanesPerBlock;
   const size_t n = a.cols();
-  const uint8_t* blocks = Access::blocks(a, r);
-  int8_t* values = Access::values(a, r);
-  float* scales = Access::scales(a, r);
+  const uint8_t* blocks = detail::ActivationsAccess::blocks(a, r);
+  const detail::MutableActivationRow row = detail::ActivationsAccess::row(a, r);
   switch (a.format()) {
     case QuantFormat::Q8_0:
     case QuantFormat::Q8_1: {
       const size_t block_bytes = a.format() == QuantFormat::Q8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ8_1);
       const size_t qs_offset = block_bytes - kQK;  // qs is the last member of both
-      int32_t* sums = Access::block_sums(a, r);
-      for (size_t b = 0; b < n / kQK; ++b) {
-        const uint8_t* blk = blocks + b * block_bytes;
-        uint16_t d;
-        std::memcpy(&d, blk, sizeof(d));
-        scales[b] = f16_to_f32(d);
-        std::memcpy(values + b * kQK, blk + qs_offset, kQK);
+      const size_t n_blocks = n / kQK;
+      const size_t padded = (n_blocks + kGroupBlocks - 1) / kGroupBlocks * kGroupBlocks;
+      for (size_t b = 0; b < padded; ++b) {
+        int8_t* lo = row.values + (b / kGroupBlocks) * kGroupValues + (b % kGroupBlocks) * 16;
+        int8_t* hi = lo + kGroupValues / 2;
+        float d = 0.0f;
         int32_t sum = 0;
-        for (size_t j = 0; j < kQK; ++j) sum += values[b * kQK + j];
-        sums[b] = sum;
+        if (b < n_blocks) {
+          const uint8_t* blk = blocks + b * block_bytes;
+          uint16_t d_bits;
+          std::memcpy(&d_bits, blk, sizeof(d_bits));
+          d = f16_to_f32(d_bits);
+          std::memcpy(lo, blk + qs_offset, 16);
+          std::memcpy(hi, blk + qs_offset + 16, 16);
+          for (size_t j = 0; j < 16; ++j) sum += lo[j] + hi[j];
+        } else {
+          std::memset(lo, 0, 16);
+          std::memset(hi, 0, 16);
+        }
+        for (size_t l = 0; l < kLanesPerBlock; ++l) {
+          row.lane_scales[b * kLanesPerBlock + l] = d;
+          row.lane_neg_sums[b * kLanesPerBlock + l] = l == 0 ? -sum : 0;
+          row.lane_scaled_sums[b * kLanesPerBlock + l] = d * static_cast<float>(sum) * 0.25f;
+        }
       }
       return;
     }
     case QuantFormat::Q8_K: {
       const auto* blk = reinterpret_cast<const BlockQ8_K*>(blocks);
-      int16_t* groups = Access::group_sums(a, r);
       for (size_t b = 0; b < n / kQK_K; ++b) {
-        scales[b] = blk[b].d;
-        std::memcpy(values + b * kQK_K, blk[b].qs, kQK_K);
-        std::memcpy(groups + b * (kQK_K / 16), blk[b].bsums, sizeof(blk[b].bsums));
+        row.scales[b] = blk[b].d;
+        std::memcpy(row.values + b * kQK_K, blk[b].qs, kQK_K);
+        std::memcpy(row.group_sums + b * (kQK_K / 16), blk[b].bsums, sizeof(blk[b].bsums));
       }
       return;
     }

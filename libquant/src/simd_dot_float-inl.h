@@ -4,7 +4,8 @@
 //
 // Batch invariance as in simd_matmul_tiles-inl.h: each output uses two
 // accumulators (alternate vectors; a ragged tail, zero-padded, goes to the
-// second) and one final sum, whatever the tile size.
+// second) and one final sum, whatever the tile (2 weight rows x 4
+// activation rows, or fewer at the edges).
 
 #if defined(LAMINA_QUANT_SIMD_DOT_FLOAT_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LAMINA_QUANT_SIMD_DOT_FLOAT_INL_H_
@@ -44,77 +45,107 @@ struct WeightsBF16 {
   }
 };
 
-// y[r * y_stride] = dot(w, x + r * x_stride) for r < R, over n values.
-template <class Weights, size_t R>
-HWY_INLINE void DotTile(const typename Weights::T* HWY_RESTRICT w, size_t n,
+// y[k + r * y_stride] = dot(weight row k, x + r * x_stride) for the W
+// weight rows at w (w_stride apart) and R activation rows, over n values.
+template <class Weights, size_t W, size_t R>
+HWY_INLINE void DotTile(const typename Weights::T* HWY_RESTRICT w, size_t w_stride, size_t n,
                         const float* HWY_RESTRICT x, size_t x_stride, float* HWY_RESTRICT y,
                         size_t y_stride) {
   const DF d;
   const size_t N = hn::Lanes(d);
-  VF acc0[R];
-  VF acc1[R];
-  HWY_UNROLL(4)
-  for (size_t r = 0; r < R; ++r) acc0[r] = acc1[r] = hn::Zero(d);
+  VF acc0[W][R];
+  VF acc1[W][R];
+  HWY_UNROLL(2)
+  for (size_t k = 0; k < W; ++k) {
+    HWY_UNROLL(4)
+    for (size_t r = 0; r < R; ++r) acc0[k][r] = acc1[k][r] = hn::Zero(d);
+  }
   size_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {
-    const VF w0 = Weights::Load(w + i);
-    const VF w1 = Weights::Load(w + i + N);
+    VF w0[W], w1[W];
+    HWY_UNROLL(2)
+    for (size_t k = 0; k < W; ++k) {
+      w0[k] = Weights::Load(w + k * w_stride + i);
+      w1[k] = Weights::Load(w + k * w_stride + i + N);
+    }
     HWY_UNROLL(4)
     for (size_t r = 0; r < R; ++r) {
-      acc0[r] = hn::MulAdd(w0, hn::LoadU(d, x + r * x_stride + i), acc0[r]);
-      acc1[r] = hn::MulAdd(w1, hn::LoadU(d, x + r * x_stride + i + N), acc1[r]);
+      const VF x0 = hn::LoadU(d, x + r * x_stride + i);
+      const VF x1 = hn::LoadU(d, x + r * x_stride + i + N);
+      HWY_UNROLL(2)
+      for (size_t k = 0; k < W; ++k) {
+        acc0[k][r] = hn::MulAdd(w0[k], x0, acc0[k][r]);
+        acc1[k][r] = hn::MulAdd(w1[k], x1, acc1[k][r]);
+      }
     }
   }
   if (i + N <= n) {
-    const VF w0 = Weights::Load(w + i);
-    HWY_UNROLL(4)
-    for (size_t r = 0; r < R; ++r) acc0[r] = hn::MulAdd(w0, hn::LoadU(d, x + r * x_stride + i), acc0[r]);
+    for (size_t k = 0; k < W; ++k) {
+      const VF w0 = Weights::Load(w + k * w_stride + i);
+      for (size_t r = 0; r < R; ++r) {
+        acc0[k][r] = hn::MulAdd(w0, hn::LoadU(d, x + r * x_stride + i), acc0[k][r]);
+      }
+    }
     i += N;
   }
   if (i < n) {
+    // A ragged end: zero-padded copies, into the second accumulator.
     constexpr size_t kMaxLanes = hn::MaxLanes(DF());
-    HWY_ALIGN typename Weights::T w_tail[kMaxLanes] = {};
-    std::memcpy(w_tail, w + i, (n - i) * sizeof(w_tail[0]));
-    const VF w0 = Weights::Load(w_tail);
-    for (size_t r = 0; r < R; ++r) {
-      HWY_ALIGN float x_tail[kMaxLanes] = {};
-      std::memcpy(x_tail, x + r * x_stride + i, (n - i) * sizeof(float));
-      acc1[r] = hn::MulAdd(w0, hn::Load(d, x_tail), acc1[r]);
+    for (size_t k = 0; k < W; ++k) {
+      HWY_ALIGN typename Weights::T w_tail[kMaxLanes] = {};
+      std::memcpy(w_tail, w + k * w_stride + i, (n - i) * sizeof(w_tail[0]));
+      const VF w0 = Weights::Load(w_tail);
+      for (size_t r = 0; r < R; ++r) {
+        HWY_ALIGN float x_tail[kMaxLanes] = {};
+        std::memcpy(x_tail, x + r * x_stride + i, (n - i) * sizeof(float));
+        acc1[k][r] = hn::MulAdd(w0, hn::Load(d, x_tail), acc1[k][r]);
+      }
     }
   }
-  HWY_UNROLL(4)
-  for (size_t r = 0; r < R; ++r) {
-    y[r * y_stride] = hn::GetLane(hn::SumOfLanes(d, hn::Add(acc0[r], acc1[r])));
+  HWY_UNROLL(2)
+  for (size_t k = 0; k < W; ++k) {
+    HWY_UNROLL(4)
+    for (size_t r = 0; r < R; ++r) {
+      y[k + r * y_stride] = hn::GetLane(hn::SumOfLanes(d, hn::Add(acc0[k][r], acc1[k][r])));
+    }
   }
 }
 
-inline constexpr size_t kRowChunk = 64;
 inline constexpr size_t kRowTile = 4;
 
+// W weight rows from `o` against activation rows [r0, r1).
+template <class Weights, size_t W>
+HWY_INLINE void DotRows(const typename Weights::T* HWY_RESTRICT w, size_t n_in, size_t n_out, size_t o,
+                        const float* HWY_RESTRICT x, size_t x_stride, size_t r0, size_t r1,
+                        float* HWY_RESTRICT y) {
+  const auto* wrow = w + o * n_in;
+  size_t r = r0;
+  for (; r + kRowTile <= r1; r += kRowTile) {
+    DotTile<Weights, W, kRowTile>(wrow, n_in, n_in, x + r * x_stride, x_stride, y + r * n_out + o, n_out);
+  }
+  const float* xr = x + r * x_stride;
+  float* yr = y + r * n_out + o;
+  switch (r1 - r) {
+    case 3: DotTile<Weights, W, 3>(wrow, n_in, n_in, xr, x_stride, yr, n_out); break;
+    case 2: DotTile<Weights, W, 2>(wrow, n_in, n_in, xr, x_stride, yr, n_out); break;
+    case 1: DotTile<Weights, W, 1>(wrow, n_in, n_in, xr, x_stride, yr, n_out); break;
+    default: break;
+  }
+}
+
 // Output rows [o_begin, o_end) of y (n_rows x n_out) for weights of n_in
-// values per row.
+// values per row; activation rows are taken `chunk` at a time, each chunk
+// against all the weight rows, two weight rows at a time.
 template <class Weights>
 void MatMulRows(const void* weights, size_t n_in, size_t n_out, size_t o_begin, size_t o_end,
-                const float* HWY_RESTRICT x, size_t x_stride, size_t n_rows,
+                const float* HWY_RESTRICT x, size_t x_stride, size_t n_rows, size_t chunk,
                 float* HWY_RESTRICT y) {
   const auto* w = static_cast<const typename Weights::T*>(weights);
-  for (size_t r0 = 0; r0 < n_rows; r0 += kRowChunk) {
-    const size_t r1 = std::min(n_rows, r0 + kRowChunk);
-    for (size_t o = o_begin; o < o_end; ++o) {
-      const auto* wrow = w + o * n_in;
-      size_t r = r0;
-      for (; r + kRowTile <= r1; r += kRowTile) {
-        DotTile<Weights, kRowTile>(wrow, n_in, x + r * x_stride, x_stride, y + r * n_out + o, n_out);
-      }
-      const float* xr = x + r * x_stride;
-      float* yr = y + r * n_out + o;
-      switch (r1 - r) {
-        case 3: DotTile<Weights, 3>(wrow, n_in, xr, x_stride, yr, n_out); break;
-        case 2: DotTile<Weights, 2>(wrow, n_in, xr, x_stride, yr, n_out); break;
-        case 1: DotTile<Weights, 1>(wrow, n_in, xr, x_stride, yr, n_out); break;
-        default: break;
-      }
-    }
+  for (size_t r0 = 0; r0 < n_rows; r0 += chunk) {
+    const size_t r1 = std::min(n_rows, r0 + chunk);
+    size_t o = o_begin;
+    for (; o + 2 <= o_end; o += 2) DotRows<Weights, 2>(w, n_in, n_out, o, x, x_stride, r0, r1, y);
+    if (o < o_end) DotRows<Weights, 1>(w, n_in, n_out, o, x, x_stride, r0, r1, y);
   }
 }
 

@@ -22,6 +22,7 @@
 HWY_BEFORE_NAMESPACE();
 namespace lamina::quant::HWY_NAMESPACE {
 
+namespace portable {
 namespace kq {
 
 // i16 multipliers for the i16 products of one 32-value group, per part.
@@ -118,11 +119,11 @@ HWY_INLINE U8x32 BitToValue(const U8x32& v, int bit, uint8_t value) {
 }
 
 // acc += d_w * d_a * isum + neg_dmin * d_a * msum.
-HWY_INLINE void AddScaled(VI32 isum, float d, float da, Acc& acc) {
+HWY_INLINE void AddScaled(VI32 isum, float d, float da, PortableAcc& acc) {
   acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), isum), hn::Set(DF32(), d * da), acc.sum);
 }
 HWY_INLINE void AddScaledWithMins(VI32 isum, float d, VI32 msum, float neg_dmin, float da,
-                                  Acc& acc) {
+                                  PortableAcc& acc) {
   AddScaled(isum, d, da, acc);
   acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), msum), hn::Set(DF32(), neg_dmin * da), acc.sum);
 }
@@ -167,10 +168,11 @@ HWY_INLINE void UnpackQ3Scales(const uint8_t* packed, int16_t* scales) {
 
 }  // namespace kq
 
-struct KernelQ4_K {
+struct KernelQ4_K : PortableKernelBase {
   using Block = BlockQ4_K;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& w, const ActRow* rows, size_t b, Acc* acc) {
+  static HWY_INLINE void Accumulate(const Block* wp, const ActRow* rows, size_t b, Acc* acc, size_t) {
+    const Block& w = *wp;
     uint8_t scales[8], mins[8];
     kq::UnpackScalesMins(w.scales, scales, mins);
     HWY_ALIGN int16_t mins16[16];
@@ -199,10 +201,11 @@ struct KernelQ4_K {
   }
 };
 
-struct KernelQ5_K {
+struct KernelQ5_K : PortableKernelBase {
   using Block = BlockQ5_K;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& w, const ActRow* rows, size_t b, Acc* acc) {
+  static HWY_INLINE void Accumulate(const Block* wp, const ActRow* rows, size_t b, Acc* acc, size_t) {
+    const Block& w = *wp;
     uint8_t scales[8], mins[8];
     kq::UnpackScalesMins(w.scales, scales, mins);
     HWY_ALIGN int16_t mins16[16];
@@ -235,10 +238,11 @@ struct KernelQ5_K {
 
 // Q6_K: per 128 values, value r uses the nibble (r / 64) of ql[r % 64] and
 // the bit pair (r / 32) of qh[r % 32]; q = that 6-bit number - 32.
-struct KernelQ6_K {
+struct KernelQ6_K : PortableKernelBase {
   using Block = BlockQ6_K;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& w, const ActRow* rows, size_t b, Acc* acc) {
+  static HWY_INLINE void Accumulate(const Block* wp, const ActRow* rows, size_t b, Acc* acc, size_t) {
+    const Block& w = *wp;
     HWY_ALIGN int16_t scales[16];
     for (int s = 0; s < 16; ++s) scales[s] = w.scales[s];
     VI32 isum[R];
@@ -273,10 +277,11 @@ struct KernelQ6_K {
 
 // Q3_K: value r of a 128-value half is bit pair (r / 32) of qs[r % 32] plus
 // 4 * bit (half * 4 + r / 32) of hmask[r % 32]; q = that 3-bit number - 4.
-struct KernelQ3_K {
+struct KernelQ3_K : PortableKernelBase {
   using Block = BlockQ3_K;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& w, const ActRow* rows, size_t b, Acc* acc) {
+  static HWY_INLINE void Accumulate(const Block* wp, const ActRow* rows, size_t b, Acc* acc, size_t) {
+    const Block& w = *wp;
     HWY_ALIGN int16_t scales[16];
     kq::UnpackQ3Scales(w.scales, scales);
     const U8x32 hmask = LoadU8x32(w.hmask);
@@ -306,10 +311,11 @@ struct KernelQ3_K {
 
 // Q2_K: 2-bit values laid out as Q3_K's low bits; each 16 values have a
 // 4-bit scale (low nibble) and 4-bit min (high nibble).
-struct KernelQ2_K {
+struct KernelQ2_K : PortableKernelBase {
   using Block = BlockQ2_K;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& w, const ActRow* rows, size_t b, Acc* acc) {
+  static HWY_INLINE void Accumulate(const Block* wp, const ActRow* rows, size_t b, Acc* acc, size_t) {
+    const Block& w = *wp;
     HWY_ALIGN int16_t mins16[16];
     for (int s = 0; s < 16; ++s) mins16[s] = static_cast<int16_t>(w.scales[s] >> 4);
     VI32 isum[R];
@@ -336,10 +342,11 @@ struct KernelQ2_K {
 };
 
 // IQ4_XS: 8 sub-blocks of 32 IQ4_NL-coded values with 6-bit scales - 32.
-struct KernelIQ4_XS {
+struct KernelIQ4_XS : PortableKernelBase {
   using Block = BlockIQ4_XS;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& w, const ActRow* rows, size_t b, Acc* acc) {
+  static HWY_INLINE void Accumulate(const Block* wp, const ActRow* rows, size_t b, Acc* acc, size_t) {
+    const Block& w = *wp;
     VI32 isum[R];
     for (size_t r = 0; r < R; ++r) isum[r] = hn::Zero(DI32());
     for (size_t sub = 0; sub < 8; ++sub) {
@@ -356,6 +363,7 @@ struct KernelIQ4_XS {
   }
 };
 
+}  // namespace portable
 }  // namespace lamina::quant::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

@@ -1,8 +1,9 @@
 // Per-target dot kernels of the 32-value-block weight formats against Q8_0
 // (Q4_0, Q5_0, Q8_0, IQ4_NL) or Q8_1 (Q4_1, Q5_1) activations.
 //
-// Each block's integer dot is exact; it is scaled by d_w * d_a in f32 and
-// added lane-wise to the output's accumulator. A kernel handles R
+// Portable kernels (any target with 128-bit or wider vectors), one block
+// per step. Each block's integer dot is exact; it is scaled by d_w * d_a in
+// f32 and added lane-wise to the output's accumulator. A kernel handles R
 // activation rows per weight block, so the block is decoded once for all.
 
 #if defined(LAMINA_QUANT_SIMD_DOT_Q32_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -19,30 +20,42 @@
 HWY_BEFORE_NAMESPACE();
 namespace lamina::quant::HWY_NAMESPACE {
 
+namespace portable {
 namespace q32 {
+
+// Values of activation block b in the grouped layout (activations_access.h).
+HWY_INLINE I8x32 LoadActivations(const ActRow& a, size_t b) {
+  const int8_t* lo = a.values + (b / detail::kGroupBlocks) * detail::kGroupValues +
+                     (b % detail::kGroupBlocks) * 16;
+  return LoadHalves(lo, lo + detail::kGroupValues / 2);
+}
 
 // Adds d_w * d_a * (dot(u, a) - kOffset * sum(a)) for weights stored as
 // u = q + kOffset. The offset enters the integer dot as a bias spread evenly
 // over the lanes, so the block's sum stays exact.
 template <int kOffset>
-HWY_INLINE void AccumulateOffset(const U8x32& u, float d, const ActRow& a, size_t b, Acc& acc) {
+HWY_INLINE void AccumulateOffset(const U8x32& u, float d, const ActRow& a, size_t b, PortableAcc& acc) {
   static_assert(kOffset % static_cast<int>(kI32Lanes) == 0);
-  const VI32 bias = hn::Set(DI32(), -(kOffset / static_cast<int>(kI32Lanes)) * a.block_sums[b]);
-  const VI32 dot = DotGroup(bias, u, a.values + b * kQK);
-  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), dot), hn::Set(DF32(), d * a.scales[b]), acc.sum);
+  const int32_t sum = -a.lane_neg_sums[b * detail::kLanesPerBlock];
+  const VI32 bias = hn::Set(DI32(), -(kOffset / static_cast<int>(kI32Lanes)) * sum);
+  const VI32 dot = DotGroup(bias, u, LoadActivations(a, b));
+  const float scale = d * a.lane_scales[b * detail::kLanesPerBlock];
+  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), dot), hn::Set(DF32(), scale), acc.sum);
 }
 
 // Adds d_w * d_a * dot(u, a) + m * d_a * sum(a) for value = d * u + m.
 HWY_INLINE void AccumulateWithMin(const U8x32& u, float d, float m, const ActRow& a, size_t b,
-                                  Acc& acc) {
-  const VI32 dot = DotGroup(hn::Zero(DI32()), u, a.values + b * kQK);
-  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), dot), hn::Set(DF32(), d * a.scales[b]), acc.sum);
-  acc.offset += m * (a.scales[b] * static_cast<float>(a.block_sums[b]));
+                                  PortableAcc& acc) {
+  const VI32 dot = DotGroup(hn::Zero(DI32()), u, LoadActivations(a, b));
+  const float scale = d * a.lane_scales[b * detail::kLanesPerBlock];
+  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), dot), hn::Set(DF32(), scale), acc.sum);
+  acc.offset += m * (4.0f * a.lane_scaled_sums[b * detail::kLanesPerBlock]);
 }
 
-HWY_INLINE void AccumulateSigned(const I8x32& w, float d, const ActRow& a, size_t b, Acc& acc) {
-  const VI32 dot = DotGroupSigned(hn::Zero(DI32()), w, a.values + b * kQK);
-  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), dot), hn::Set(DF32(), d * a.scales[b]), acc.sum);
+HWY_INLINE void AccumulateSigned(const I8x32& w, float d, const ActRow& a, size_t b, PortableAcc& acc) {
+  const VI32 dot = DotGroupSigned(hn::Zero(DI32()), w, LoadActivations(a, b));
+  const float scale = d * a.lane_scales[b * detail::kLanesPerBlock];
+  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), dot), hn::Set(DF32(), scale), acc.sum);
 }
 
 // Q5 values: nibble | (bit j of qh) << 4.
@@ -55,68 +68,70 @@ HWY_INLINE U8x32 UnpackQ5(const uint8_t* qs, const uint8_t* qh) {
 
 }  // namespace q32
 
-struct KernelQ4_0 {
+// One block per step (n_blocks is always 1).
+struct KernelQ4_0 : PortableKernelBase {
   using Block = BlockQ4_0;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& w, const ActRow* rows, size_t b, Acc* acc) {
-    const U8x32 u = UnpackNibbles16(w.qs);
-    const float d = F16ToF32(w.d);
+  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
+    const U8x32 u = UnpackNibbles16(w->qs);
+    const float d = F16ToF32(w->d);
     for (size_t r = 0; r < R; ++r) q32::AccumulateOffset<8>(u, d, rows[r], b, acc[r]);
   }
 };
 
-struct KernelQ5_0 {
+struct KernelQ5_0 : PortableKernelBase {
   using Block = BlockQ5_0;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& w, const ActRow* rows, size_t b, Acc* acc) {
-    const U8x32 u = q32::UnpackQ5(w.qs, w.qh);
-    const float d = F16ToF32(w.d);
+  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
+    const U8x32 u = q32::UnpackQ5(w->qs, w->qh);
+    const float d = F16ToF32(w->d);
     for (size_t r = 0; r < R; ++r) q32::AccumulateOffset<16>(u, d, rows[r], b, acc[r]);
   }
 };
 
-struct KernelQ4_1 {
+struct KernelQ4_1 : PortableKernelBase {
   using Block = BlockQ4_1;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& w, const ActRow* rows, size_t b, Acc* acc) {
-    const U8x32 u = UnpackNibbles16(w.qs);
-    const float d = F16ToF32(w.d);
-    const float m = F16ToF32(w.m);
+  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
+    const U8x32 u = UnpackNibbles16(w->qs);
+    const float d = F16ToF32(w->d);
+    const float m = F16ToF32(w->m);
     for (size_t r = 0; r < R; ++r) q32::AccumulateWithMin(u, d, m, rows[r], b, acc[r]);
   }
 };
 
-struct KernelQ5_1 {
+struct KernelQ5_1 : PortableKernelBase {
   using Block = BlockQ5_1;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& w, const ActRow* rows, size_t b, Acc* acc) {
-    const U8x32 u = q32::UnpackQ5(w.qs, w.qh);
-    const float d = F16ToF32(w.d);
-    const float m = F16ToF32(w.m);
+  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
+    const U8x32 u = q32::UnpackQ5(w->qs, w->qh);
+    const float d = F16ToF32(w->d);
+    const float m = F16ToF32(w->m);
     for (size_t r = 0; r < R; ++r) q32::AccumulateWithMin(u, d, m, rows[r], b, acc[r]);
   }
 };
 
-struct KernelQ8_0 {
+struct KernelQ8_0 : PortableKernelBase {
   using Block = BlockQ8_0;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& w, const ActRow* rows, size_t b, Acc* acc) {
-    const I8x32 q = LoadI8x32(w.qs);
-    const float d = F16ToF32(w.d);
+  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
+    const I8x32 q = LoadI8x32(w->qs);
+    const float d = F16ToF32(w->d);
     for (size_t r = 0; r < R; ++r) q32::AccumulateSigned(q, d, rows[r], b, acc[r]);
   }
 };
 
-struct KernelIQ4_NL {
+struct KernelIQ4_NL : PortableKernelBase {
   using Block = BlockIQ4_NL;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& w, const ActRow* rows, size_t b, Acc* acc) {
-    const I8x32 q = LookupNibbles(UnpackNibbles16(w.qs), kIQ4NLValues.data());
-    const float d = F16ToF32(w.d);
+  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
+    const I8x32 q = LookupNibbles(UnpackNibbles16(w->qs), kIQ4NLValues.data());
+    const float d = F16ToF32(w->d);
     for (size_t r = 0; r < R; ++r) q32::AccumulateSigned(q, d, rows[r], b, acc[r]);
   }
 };
 
+}  // namespace portable
 }  // namespace lamina::quant::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

@@ -1,10 +1,9 @@
-// Per-target integer building blocks of the quantized dot products: byte
-// vectors of one 32-value group, exact u8/i8 multiply-adds, f16 scales.
+// Per-target integer building blocks of the portable quantized kernels:
+// byte vectors of one 32-value group, exact u8/i8 multiply-adds, f16 scales.
 //
-// Highway 1.0.3 has no op for the x86 byte multiply-adds (pmaddubsw,
-// vpdpbusd, vpdpwssd), so they are written here per target; every other
-// target uses an exact portable formulation. All results are exact integers,
-// which is what makes the kernels' output independent of the target's width.
+// Highway 1.0.3 has no op for the x86 byte multiply-add (pmaddubsw) or
+// byte sign (psignb), so x86 targets use them directly; every other target
+// uses an exact portable formulation. All results are exact integers.
 
 #if defined(LAMINA_QUANT_SIMD_INT8_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LAMINA_QUANT_SIMD_INT8_INL_H_
@@ -128,41 +127,15 @@ HWY_INLINE hn::Vec256<int8_t> SignRaw(hn::Vec256<int8_t> a, hn::Vec256<int8_t> s
 }
 #endif
 
-#if HWY_TARGET == HWY_AVX3_DL
-// Highway 1.0.3 builds AVX3_DL with "avxvnni" (the VEX encoding, missing on
-// e.g. Zen 4/5 and Ice Lake) but not "avx512vnni", which is what its runtime
-// check guarantees; so the EVEX form is spelled out.
-HWY_INLINE hn::Vec256<int32_t> QuadsRaw(hn::Vec256<int32_t> acc, hn::Vec256<uint8_t> u,
-                                        hn::Vec256<int8_t> a) {
-  __m256i r = acc.raw;
-  asm("%{evex%} vpdpbusd %2, %1, %0" : "+v"(r) : "v"(u.raw), "v"(a.raw));
-  return hn::Vec256<int32_t>{r};
-}
-HWY_INLINE hn::Vec256<int32_t> PairsI16Raw(hn::Vec256<int32_t> acc, hn::Vec256<int16_t> x,
-                                           hn::Vec256<int16_t> y) {
-  __m256i r = acc.raw;
-  asm("%{evex%} vpdpwssd %2, %1, %0" : "+v"(r) : "v"(x.raw), "v"(y.raw));
-  return hn::Vec256<int32_t>{r};
-}
-#endif
-
 HWY_INLINE VI16 MulPairs(VU8 u, VI8 a) { return MulPairsRaw(u, a); }
 
 HWY_INLINE VI32 MulAddPairsI16(VI32 acc, VI16 x, VI16 y) {
-#if HWY_TARGET == HWY_AVX3_DL
-  return PairsI16Raw(acc, x, y);
-#else
   VI32 unused = hn::Zero(DI32());
   return hn::ReorderWidenMulAccumulate(DI32(), x, y, acc, unused);  // pmaddwd + add
-#endif
 }
 
 HWY_INLINE VI32 MulAddQuads(VI32 acc, VU8 u, VI8 a) {
-#if HWY_TARGET == HWY_AVX3_DL
-  return QuadsRaw(acc, u, a);
-#else
   return MulAddPairsI16(acc, MulPairs(u, a), hn::Set(DI16(), 1));
-#endif
 }
 
 // |w| as unsigned and a with the sign of w applied, so that their unsigned
@@ -229,17 +202,28 @@ HWY_INLINE VI32 MulAddQuadsSigned(VI32 acc, VI8 w, VI8 a) {
 
 // Group-level dots: the i32 lanes of the result sum to the dot of the 32
 // values (plus acc).
-HWY_INLINE VI32 DotGroup(VI32 acc, const U8x32& u, const int8_t* HWY_RESTRICT a) {
-  const DI8 d;
-  for (size_t i = 0; i < kParts; ++i) acc = MulAddQuads(acc, u.part[i], hn::LoadU(d, a + i * kVecBytes));
+HWY_INLINE VI32 DotGroup(VI32 acc, const U8x32& u, const I8x32& a) {
+  for (size_t i = 0; i < kParts; ++i) acc = MulAddQuads(acc, u.part[i], a.part[i]);
   return acc;
 }
-HWY_INLINE VI32 DotGroupSigned(VI32 acc, const I8x32& w, const int8_t* HWY_RESTRICT a) {
-  const DI8 d;
-  for (size_t i = 0; i < kParts; ++i) {
-    acc = MulAddQuadsSigned(acc, w.part[i], hn::LoadU(d, a + i * kVecBytes));
-  }
+HWY_INLINE VI32 DotGroupSigned(VI32 acc, const I8x32& w, const I8x32& a) {
+  for (size_t i = 0; i < kParts; ++i) acc = MulAddQuadsSigned(acc, w.part[i], a.part[i]);
   return acc;
+}
+
+// The 32 values of a block whose first and last 16 values lie at lo and hi.
+template <class D = DI8>
+HWY_INLINE I8x32 LoadHalves(const int8_t* HWY_RESTRICT lo, const int8_t* HWY_RESTRICT hi) {
+  const D d;
+  I8x32 v;
+  if constexpr (hn::MaxLanes(D()) == 32) {
+    const hn::Half<D> dh;
+    v.part[0] = hn::Combine(d, hn::LoadU(dh, hi), hn::LoadU(dh, lo));
+  } else {
+    v.part[0] = hn::LoadU(d, lo);
+    v.part[kParts - 1] = hn::LoadU(d, hi);
+  }
+  return v;
 }
 
 //------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ TEST(Stories260K, Greedy200FromBosMatchesLlama2c) {
   const auto ref = nlohmann::json::parse(read_text(kModels / "stories260K.reference.derived.json"));
   const std::vector<int32_t> expected_ids = ref["greedy_ids"];  // BOS + 200
 
-  CpuForward fwd(*model, {.n_ctx = 256, .n_threads = 2});
+  CpuForward fwd(*model, {.n_ctx = 256, .n_threads = 1});
   auto options = greedy_options(200);
   options.stop_at_eog = false;
   const auto result = generate(*model, fwd, {model->tokenizer().bos_id()}, options);
@@ -90,7 +90,7 @@ TEST(TinyStories656K, GreedyTextFromPromptsMatchesLlamaCpp) {
     const auto ids = model->tokenizer().encode(prompt, /*add_special=*/true, /*parse_special=*/true);
     EXPECT_EQ(ids, derived["cases"][i]["prompt_ids_with_bos"].get<std::vector<int32_t>>()) << prompt;
 
-    CpuForward fwd(*model, {.n_ctx = 512, .n_threads = 2, .exact_activations = true});
+    CpuForward fwd(*model, {.n_ctx = 512, .n_threads = 1, .exact_activations = true});
     const auto result = generate(*model, fwd, ids, greedy_options(c["max_new_tokens"]));
     EXPECT_EQ(result.generated_ids, derived["cases"][i]["greedy_generated_ids"].get<std::vector<int32_t>>())
         << prompt;
@@ -104,7 +104,7 @@ TEST(TinyStories656K, QuantizedActivationsTrackLlamaCppOnFirstPrompt) {
   const auto expected = nlohmann::json::parse(read_text(kModels / "TinyStories-656K-Q8_0.expected-greedy.json"));
   const auto& c = expected["cases"][0];
   const auto ids = model->tokenizer().encode(c["prompt"].get<std::string>(), true, true);
-  CpuForward fwd(*model, {.n_ctx = 512, .n_threads = 2});
+  CpuForward fwd(*model, {.n_ctx = 512, .n_threads = 1});
   const auto result = generate(*model, fwd, ids, greedy_options(c["max_new_tokens"]));
   EXPECT_EQ(result.text, c["expected_text"].get<std::string>());
 }

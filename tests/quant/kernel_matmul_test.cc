@@ -4,13 +4,13 @@
 //
 // Tolerance: the integer part of every block dot is exact, so the kernels
 // differ from the f64 reference only by f32 rounding: the products
-// d_w * d_a, the lane-wise accumulation of the scaled blocks (n / 32 or
+// d_w * d_a, the lane-wise accumulation of the scaled blocks (n / 128 or
 // n / 256 terms per lane chain) and the final lane sum; the reference itself
 // rounds each dequantized value to f32. Each rounding is at most 2^-24
-// relative to a partial sum bounded by sum_i |w_i * a_i|, and there are at
-// most ~n / 256 + 12 of them in sequence here, so |y - ref| <= 1e-5 *
-// sum_i |w_i * a_i| with a wide margin (a misplaced block or wrong scale
-// errs by a whole term, orders of magnitude more).
+// relative to a partial sum bounded by S = sum_i |w_i * a_i|; measured on
+// every target with rows of up to 14336 values the error stays below
+// 3e-8 * S, so 1e-6 * S leaves a wide margin, while a misplaced block or a
+// wrong scale errs by a whole block's share of the dot (>= 1e-3 * S here).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -34,7 +34,7 @@ using ktest::abs_dot;
 using ktest::random_activations;
 using ktest::random_weights;
 
-constexpr double kRelativeTolerance = 1e-5;
+constexpr double kRelativeTolerance = 1e-6;
 
 struct Shape {
   size_t n_out;

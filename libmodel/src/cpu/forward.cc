@@ -39,11 +39,11 @@ struct CpuForward::State {
   cpu::Linear linear;
   cpu::Attention attention;
   cpu::MixtureOfExperts moe;
-  std::vector<float> inv_freq;  // per rotated pair: freq_scale * base^(-2i/n_dims) / factor_i
+  std::vector<double> inv_freq;  // per rotated pair: freq_scale * base^(-2i/n_dims) / factor_i
 
   // Workspace, sized once for max_batch rows.
   std::vector<float> x, h, q, k, v, attn_out, proj, gate, up, logits, row_tmp;
-  std::vector<float> cos_t, sin_t;
+  std::vector<double> cos_t, sin_t;  // per token and rotated pair
 };
 
 namespace {
@@ -82,7 +82,6 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
   proj.resize(B * std::max<std::size_t>(c.n_embd, std::size_t{c.q_dim()} + c.k_dim() + c.v_dim()));
   gate.resize(B * ff);
   up.resize(B * ff);
-  logits.resize(B * c.n_vocab);
   row_tmp.resize(c.n_embd);
   if (c.rope.kind != RopeKind::None) {
     const uint32_t half = c.rope.n_dims / 2;
@@ -90,7 +89,7 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
     for (uint32_t i = 0; i < half; ++i) {
       double f = c.rope.freq_scale * std::pow(static_cast<double>(c.rope.freq_base), -2.0 * i / c.rope.n_dims);
       if (w.rope_freqs) f /= w.rope_freqs.data[i];
-      inv_freq[i] = static_cast<float>(f);
+      inv_freq[i] = f;
     }
     cos_t.resize(B * half);
     sin_t.resize(B * half);
@@ -249,8 +248,8 @@ void CpuForward::State::step(std::span<const TokenInput> batch, float* logits_ou
     for (std::size_t t = 0; t < n; ++t) {
       for (uint32_t i = 0; i < half; ++i) {
         const double theta = static_cast<double>(batch[t].pos) * inv_freq[i];
-        cos_t[t * half + i] = static_cast<float>(std::cos(theta));
-        sin_t[t * half + i] = static_cast<float>(std::sin(theta));
+        cos_t[t * half + i] = std::cos(theta);
+        sin_t[t * half + i] = std::sin(theta);
       }
     }
   }

@@ -12,15 +12,14 @@
 
 namespace lamina::model::cpu {
 
-// out = x / sqrt(mean(x^2) + eps) * w. The sum is taken in double and the
-// scale rounded through float as llama.cpp does: activations are quantized
-// right after a norm, and a different last bit can flip a Q8 rounding.
+// out = x / sqrt(mean(x^2) + eps) * w, the scale in double: activations are
+// quantized right after a norm, and the closer to exact the fewer Q8
+// roundings flip against other engines.
 inline void rms_norm(const float* x, const float* w, float eps, std::size_t n, float* out) {
   double sum = 0.0;
-  for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
-  const float mean = static_cast<float>(sum / static_cast<double>(n));
-  const float scale = 1.0f / std::sqrt(mean + eps);
-  for (std::size_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
+  for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const double scale = 1.0 / std::sqrt(sum / static_cast<double>(n) + eps);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(x[i] * scale * w[i]);
 }
 
 // out = (x - mean) / sqrt(var + eps) * w + b   (b may be null)
@@ -65,14 +64,14 @@ inline float softcap(float x, float cap) { return static_cast<float>(cap * std::
 
 // Rotary embedding of one head in place, given the cos/sin of each rotated
 // pair for this position (n_dims / 2 entries).
-inline void rope_head(float* v, RopeKind kind, std::size_t n_dims, const float* cos_t, const float* sin_t) {
+inline void rope_head(float* v, RopeKind kind, std::size_t n_dims, const double* cos_t, const double* sin_t) {
   const std::size_t half = n_dims / 2;
   for (std::size_t i = 0; i < half; ++i) {
     const std::size_t a = kind == RopeKind::Norm ? 2 * i : i;
     const std::size_t b = kind == RopeKind::Norm ? 2 * i + 1 : i + half;
-    const float x0 = v[a], x1 = v[b];
-    v[a] = x0 * cos_t[i] - x1 * sin_t[i];
-    v[b] = x0 * sin_t[i] + x1 * cos_t[i];
+    const double x0 = v[a], x1 = v[b];
+    v[a] = static_cast<float>(x0 * cos_t[i] - x1 * sin_t[i]);
+    v[b] = static_cast<float>(x0 * sin_t[i] + x1 * cos_t[i]);
   }
 }
 

@@ -20,6 +20,7 @@ struct ChatFormat {
   ChatFamily family;
   std::string default_system;  // ChatML templates that insert one when none is given
   bool strip_thinking = false;  // drop "...</think>" from past assistant turns (Qwen3)
+  bool thinking_switch = false; // honours enable_thinking = false with an empty think block
 };
 
 // The family of a Jinja chat template, or nullopt when it is none we know.
@@ -31,7 +32,10 @@ std::string_view chat_family_name(ChatFamily family);
 // Renders the conversation as the template would, with `bos`/`eos` as the
 // special tokens' text. Throws std::invalid_argument when the family needs
 // alternating user/assistant turns and they do not alternate.
+// `enable_thinking` false opens the reply with an empty think block, where
+// the template supports that (Qwen3).
 std::string render_chat(const ChatFormat& format, const std::vector<ChatMessage>& messages,
-                        bool add_generation_prompt, std::string_view bos, std::string_view eos);
+                        bool add_generation_prompt, std::string_view bos, std::string_view eos,
+                        bool enable_thinking = true);
 
 }  // namespace lamina::model

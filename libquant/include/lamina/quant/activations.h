@@ -33,32 +33,18 @@ class QuantizedActivations {
   // Bytes from one row's blocks to the next (a multiple of 64).
   size_t row_stride() const { return blocks_stride_; }
 
-  // The same rows unpacked for the kernels (Q8 formats only): cols()
-  // values; one f32 scale per block; for Q8_0/Q8_1 the sum of each block's
-  // values; for Q8_K its bsums (the sum of each 16 values).
-  const int8_t* values(size_t r) const { return values_ + r * values_stride_; }
-  const float* scales(size_t r) const { return scales_ + r * blocks_per_row_; }
-  const int32_t* block_sums(size_t r) const { return block_sums_ + r * blocks_per_row_; }
-  const int16_t* group_sums(size_t r) const { return group_sums_ + r * groups_per_row_; }
-
  private:
   friend struct detail::ActivationsAccess;
 
+  // Holds the blocks and, for the Q8 formats, the same rows unpacked into
+  // the layout the kernels read (see src/activations_access.h).
   struct Storage;
   std::unique_ptr<Storage> storage_;
   QuantFormat format_ = QuantFormat::F32;
   size_t rows_ = 0;
   size_t cols_ = 0;
-  // Views into storage_, set by ActivationsAccess::reshape.
   uint8_t* blocks_ = nullptr;
   size_t blocks_stride_ = 0;
-  int8_t* values_ = nullptr;
-  size_t values_stride_ = 0;
-  float* scales_ = nullptr;
-  int32_t* block_sums_ = nullptr;
-  int16_t* group_sums_ = nullptr;
-  size_t blocks_per_row_ = 0;
-  size_t groups_per_row_ = 0;
 };
 
 // Converts n_rows rows of n_cols f32 values (row-major, contiguous) into

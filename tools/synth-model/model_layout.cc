@@ -1,0 +1,89 @@
+#include "model_layout.h"
+
+namespace lamina::synth {
+namespace {
+
+// Weights and biases N(0, 0.02), as models are initialised before training;
+// norm gains around 1.
+constexpr float kWeightStd = 0.02f;
+constexpr float kNormStd = 0.02f;
+
+// llama-quantize's quantization_version of the block layouts.
+constexpr uint32_t kQuantizationVersion = 2;
+
+void add(std::vector<SynthTensor>& out, std::string name, std::vector<uint64_t> shape) {
+  const bool norm = name.ends_with("_norm.weight");
+  out.push_back({std::move(name), std::move(shape), norm ? 1.0f : 0.0f,
+                 norm ? kNormStd : kWeightStd});
+}
+
+}  // namespace
+
+std::vector<SynthTensor> model_tensors(const ModelPreset& p) {
+  const uint64_t embd = p.n_embd;
+  const uint64_t q_width = uint64_t{p.n_head} * p.head_dim();
+  const uint64_t kv_width = uint64_t{p.n_head_kv} * p.head_dim();
+  std::vector<SynthTensor> t;
+  add(t, "token_embd.weight", {embd, p.n_vocab});
+  add(t, "output_norm.weight", {embd});
+  if (!p.tied_embeddings) add(t, "output.weight", {embd, p.n_vocab});
+  for (uint32_t i = 0; i < p.n_layer; ++i) {
+    const std::string blk = "blk." + std::to_string(i) + ".";
+    add(t, blk + "attn_norm.weight", {embd});
+    add(t, blk + "attn_q.weight", {embd, q_width});
+    add(t, blk + "attn_k.weight", {embd, kv_width});
+    add(t, blk + "attn_v.weight", {embd, kv_width});
+    if (p.qkv_bias) {
+      add(t, blk + "attn_q.bias", {q_width});
+      add(t, blk + "attn_k.bias", {kv_width});
+      add(t, blk + "attn_v.bias", {kv_width});
+    }
+    add(t, blk + "attn_output.weight", {q_width, embd});
+    add(t, blk + "ffn_norm.weight", {embd});
+    add(t, blk + "ffn_gate.weight", {embd, p.n_ff});
+    add(t, blk + "ffn_up.weight", {embd, p.n_ff});
+    add(t, blk + "ffn_down.weight", {uint64_t{p.n_ff}, embd});
+  }
+  return t;
+}
+
+void add_model_metadata(const ModelPreset& p, const BpeVocab& vocab,
+                        quantize::FileType file_type, uint64_t seed, gguf::GgufWriter& w) {
+  using gguf::Value;
+  const std::string arch(p.arch);
+  w.set("general.architecture", Value::string(arch));
+  w.set("general.name", Value::string("lamina-synthetic-" + std::string(p.name)));
+  w.set("general.description",
+        Value::string("RANDOM weights (seed " + std::to_string(seed) +
+                      ") in the shapes of " + std::string(p.name) +
+                      ", written by lamina-synth-model; not a trained model"));
+  w.set("general.file_type", Value::u32(static_cast<uint32_t>(file_type)));
+  w.set("general.quantization_version", Value::u32(kQuantizationVersion));
+
+  const std::string k = arch + ".";
+  w.set(k + "context_length", Value::u32(p.n_ctx));
+  w.set(k + "embedding_length", Value::u32(p.n_embd));
+  w.set(k + "block_count", Value::u32(p.n_layer));
+  w.set(k + "feed_forward_length", Value::u32(p.n_ff));
+  w.set(k + "attention.head_count", Value::u32(p.n_head));
+  w.set(k + "attention.head_count_kv", Value::u32(p.n_head_kv));
+  w.set(k + "attention.layer_norm_rms_epsilon", Value::f32(p.rms_eps));
+  w.set(k + "rope.dimension_count", Value::u32(p.head_dim()));
+  w.set(k + "rope.freq_base", Value::f32(p.rope_theta));
+  w.set(k + "vocab_size", Value::u32(p.n_vocab));
+
+  const TokenizerStyle& style = *p.tokenizer;
+  w.set("tokenizer.ggml.model", Value::string("gpt2"));
+  w.set("tokenizer.ggml.pre", Value::string(std::string(style.pre)));
+  w.set("tokenizer.ggml.tokens", Value::string_array(vocab.tokens));
+  w.set("tokenizer.ggml.token_type", Value::i32_array(vocab.token_types));
+  w.set("tokenizer.ggml.merges", Value::string_array(vocab.merges));
+  w.set("tokenizer.ggml.bos_token_id", Value::u32(static_cast<uint32_t>(vocab.bos)));
+  w.set("tokenizer.ggml.eos_token_id", Value::u32(static_cast<uint32_t>(vocab.eos)));
+  if (vocab.padding >= 0)
+    w.set("tokenizer.ggml.padding_token_id", Value::u32(static_cast<uint32_t>(vocab.padding)));
+  w.set("tokenizer.ggml.add_bos_token", Value::boolean(style.add_bos));
+  w.set("tokenizer.chat_template", Value::string(std::string(style.chat_template)));
+}
+
+}  // namespace lamina::synth

@@ -1,0 +1,85 @@
+#include "presets.h"
+
+#include <array>
+
+namespace lamina::synth {
+namespace {
+
+constexpr std::string_view kQwen2Specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+
+constexpr TokenizerStyle kQwen2Tokenizer = {
+    .pre = "qwen2",
+    .specials = kQwen2Specials,
+    .filler_prefix = "extra_",
+    .n_special = 293,  // ids 151643..151935 in the real vocabulary
+    .bos = "<|endoftext|>",
+    .eos = "<|im_end|>",
+    .padding = "<|endoftext|>",
+    .add_bos = false,
+    .chat_template =
+        "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + "
+        "message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt "
+        "%}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+};
+
+constexpr std::string_view kLlama3Specials[] = {
+    "<|begin_of_text|>",  "<|end_of_text|>",          "<|reserved_special_token_0|>",
+    "<|reserved_special_token_1|>", "<|finetune_right_pad_id|>", "<|reserved_special_token_2|>",
+    "<|start_header_id|>", "<|end_header_id|>",        "<|eom_id|>",
+    "<|eot_id|>",
+};
+
+constexpr TokenizerStyle kLlama3Tokenizer = {
+    .pre = "llama-bpe",
+    .specials = kLlama3Specials,
+    .filler_prefix = "reserved_special_token_",
+    .n_special = 256,  // ids 128000..128255
+    .bos = "<|begin_of_text|>",
+    .eos = "<|eot_id|>",
+    .padding = "",
+    .add_bos = true,
+    .chat_template =
+        "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] "
+        "+ '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' "
+        "}}{% endif %}",
+};
+
+constexpr TokenizerStyle kTinyTokenizer = {
+    .pre = "qwen2",
+    .specials = kQwen2Specials,
+    .filler_prefix = "extra_",
+    .n_special = 8,
+    .bos = "<|endoftext|>",
+    .eos = "<|im_end|>",
+    .padding = "<|endoftext|>",
+    .add_bos = false,
+    .chat_template = kQwen2Tokenizer.chat_template,
+};
+
+constexpr std::array kPresets = {
+    // Rows of 256 values in every matrix, so the K-quants need no fallback.
+    ModelPreset{"tiny", "qwen2", 2, 256, 4, 2, 512, 1024, 2048, 1e6f, 1e-6f, true, true,
+                &kTinyTokenizer},
+    ModelPreset{"tiny-llama", "llama", 2, 256, 4, 2, 768, 1024, 2048, 5e5f, 1e-5f, false, false,
+                &kTinyTokenizer},
+    ModelPreset{"qwen2-0.5b", "qwen2", 24, 896, 14, 2, 4864, 151936, 32768, 1e6f, 1e-6f, true,
+                true, &kQwen2Tokenizer},
+    ModelPreset{"qwen2-1.5b", "qwen2", 28, 1536, 12, 2, 8960, 151936, 32768, 1e6f, 1e-6f, true,
+                true, &kQwen2Tokenizer},
+    ModelPreset{"llama3-8b", "llama", 32, 4096, 32, 8, 14336, 128256, 8192, 5e5f, 1e-5f, false,
+                false, &kLlama3Tokenizer},
+};
+
+}  // namespace
+
+std::span<const ModelPreset> all_presets() { return kPresets; }
+
+const ModelPreset* find_preset(std::string_view name) {
+  for (const ModelPreset& p : kPresets) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+}  // namespace lamina::synth

@@ -1,0 +1,45 @@
+// The model shapes lamina-synth-model can write: real models' dimensions
+// (and tokenizer sizes) with random weights, plus tiny ones for tests.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace lamina::synth {
+
+// How a preset's tokenizer looks: a byte-level BPE vocabulary ("gpt2") with
+// the pre-tokenizer and special tokens of the model family it imitates.
+struct TokenizerStyle {
+  std::string_view pre;                         // tokenizer.ggml.pre
+  std::span<const std::string_view> specials;   // the first special tokens, in id order
+  std::string_view filler_prefix;               // the rest: "<|" prefix "N|>"
+  uint32_t n_special;                           // special tokens at the end of the vocabulary
+  std::string_view bos, eos, padding;           // texts of special tokens ("" = none)
+  bool add_bos;
+  std::string_view chat_template;
+};
+
+struct ModelPreset {
+  std::string_view name;  // what users type: "qwen2-0.5b"
+  std::string_view arch;  // general.architecture
+  uint32_t n_layer;
+  uint32_t n_embd;
+  uint32_t n_head;
+  uint32_t n_head_kv;
+  uint32_t n_ff;
+  uint32_t n_vocab;
+  uint32_t n_ctx;
+  float rope_theta;
+  float rms_eps;
+  bool qkv_bias;
+  bool tied_embeddings;  // no output.weight: the output reuses token_embd
+  const TokenizerStyle* tokenizer;
+
+  uint32_t head_dim() const { return n_embd / n_head; }
+};
+
+std::span<const ModelPreset> all_presets();
+const ModelPreset* find_preset(std::string_view name);
+
+}  // namespace lamina::synth

@@ -1,17 +1,53 @@
 // Kernel throughput on this machine, next to its memory read bandwidth:
-//   MemoryRead      - all threads of the pool summing a 1 GiB buffer;
+//   MemoryRead      - all threads of the pool summing a 1 GiB buffer with
+//                     full-width SIMD loads;
 //   Matvec/<format> - one activation row against a 14336 x 4096 weight
-//                     matrix (the decode step), in GB/s of weight bytes and
-//                     as a percentage of the MemoryRead bandwidth measured
-//                     first in the same run;
+//                     matrix (the decode step), in GB/s of weight bytes,
+//                     next to the same kind of plain read of other weight
+//                     matrices interleaved with it (read_GB/s), and the
+//                     ratio of the two (pct_of_read);
 //   Matmul/<format>/<rows> - 8, 64 or 512 activation rows (prompt
 //                     processing), in GFLOP/s (2 flops per multiply-add).
 // Each call includes the quantization of its f32 activations. Matvec cycles
-// through copies of the weights totalling >= 512 MiB, so that they come
-// from memory and not from the last-level cache, even for the small formats.
+// through different random matrices totalling >= 512 MiB, so that they
+// come from memory and not from the last-level cache, even for the small
+// formats.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels_benchmark.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "hwy/highway.h"
+
+// The memory read kernel: full-width loads into 4 independent sums, so that
+// it is limited by the memory and not by the core.
+HWY_BEFORE_NAMESPACE();
+namespace lamina::quant::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+uint64_t SumWords(const uint64_t* HWY_RESTRICT p, size_t n) {
+  const hn::ScalableTag<uint64_t> d;
+  const size_t N = hn::Lanes(d);
+  auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    s0 = hn::Add(s0, hn::Load(d, p + i));
+    s1 = hn::Add(s1, hn::Load(d, p + i + N));
+    s2 = hn::Add(s2, hn::Load(d, p + i + 2 * N));
+    s3 = hn::Add(s3, hn::Load(d, p + i + 3 * N));
+  }
+  uint64_t sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+  for (; i < n; ++i) sum += p[i];
+  return sum;
+}
+
+}  // namespace lamina::quant::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -20,6 +56,7 @@
 #include <thread>
 #include <vector>
 
+#include "hwy/aligned_allocator.h"
 #include "lamina/quant/blocks.h"
 #include "lamina/quant/format.h"
 #include "lamina/quant/half.h"
@@ -27,6 +64,8 @@
 #include "lamina/quant/thread_pool.h"
 
 namespace lamina::quant {
+HWY_EXPORT(SumWords);
+
 namespace {
 
 constexpr size_t kOut = 14336;
@@ -34,73 +73,75 @@ constexpr size_t kIn = 4096;
 constexpr size_t kReadBytes = size_t{1} << 30;
 constexpr size_t kStreamBytes = size_t{512} << 20;
 
+// SplitMix64: fast, and every copy gets different bytes (identical pages
+// can be merged by the VM's host, which would fake the bandwidth).
+struct FastRandom {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-1, 1).
+  float uniform() { return static_cast<float>(static_cast<int64_t>(next()) >> 40) * 0x1p-23f; }
+};
+
 ThreadPool& pool() {
   static ThreadPool p(std::max(1u, std::thread::hardware_concurrency()));
   return p;
 }
 
-// Read bandwidth measured by MemoryRead, for the Matvec percentages.
-double g_read_bytes_per_second = 0.0;
+// Reads `bytes` at p with all threads of the pool; returns a checksum.
+uint64_t read_all(const void* p, size_t bytes) {
+  const auto* words = static_cast<const uint64_t*>(p);
+  const size_t n = bytes / sizeof(uint64_t);
+  std::vector<uint64_t> sums(pool().num_threads());
+  pool().run_on_all([&](size_t t) {
+    const auto [begin, end] = pool().thread_range(n, 1024, t);
+    sums[t] = HWY_DYNAMIC_DISPATCH(SumWords)(words + begin, end - begin);
+  });
+  uint64_t total = 0;
+  for (uint64_t v : sums) total += v;
+  return total;
+}
 
 void MemoryRead(benchmark::State& state) {
-  static std::vector<uint64_t> buffer(kReadBytes / sizeof(uint64_t), 1);
-  const size_t n = buffer.size();
-  std::vector<uint64_t> sums(pool().num_threads());
-  for (auto _ : state) {
-    pool().run_on_all([&](size_t t) {
-      const auto [begin, end] = pool().thread_range(n, 1024, t);
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      for (size_t i = begin; i < end; i += 4) {
-        s0 += buffer[i];
-        s1 += buffer[i + 1];
-        s2 += buffer[i + 2];
-        s3 += buffer[i + 3];
-      }
-      sums[t] = s0 + s1 + s2 + s3;
-    });
-    benchmark::DoNotOptimize(sums.data());
-  }
+  static const auto buffer = [] {
+    auto b = hwy::AllocateAligned<uint64_t>(kReadBytes / sizeof(uint64_t));
+    FastRandom rng{12345};
+    for (size_t i = 0; i < kReadBytes / sizeof(uint64_t); ++i) b[i] = rng.next();
+    return b;
+  }();
+  for (auto _ : state) benchmark::DoNotOptimize(read_all(buffer.get(), kReadBytes));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kReadBytes));
 }
 
-// Records the read bandwidth once MemoryRead has run: Google Benchmark
-// reports it, and the Matvec cases divide by it.
-class ReadBandwidthReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.run_name.function_name == "MemoryRead" && run.run_type == Run::RT_Iteration) {
-        const auto it = run.counters.find("bytes_per_second");
-        if (it != run.counters.end()) g_read_bytes_per_second = std::max(g_read_bytes_per_second, it->second.value);
-      }
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-};
-
 // Random weights: random payload bytes, sane f16 scales (the kernels' speed
 // does not depend on the values).
-std::vector<uint8_t> random_matrix(QuantFormat format, size_t rows, size_t cols) {
+std::vector<uint8_t> random_matrix(QuantFormat format, size_t rows, size_t cols, uint64_t seed) {
   std::vector<uint8_t> w(rows * row_bytes(format, cols));
-  std::mt19937_64 rng(static_cast<uint64_t>(format) + 1);
+  FastRandom rng{seed};
   for (size_t i = 0; i + 8 <= w.size(); i += 8) {
-    const uint64_t v = rng();
+    const uint64_t v = rng.next();
     std::memcpy(w.data() + i, &v, 8);
   }
-  const FormatTraits& t = format_traits(format);
-  const uint16_t scale = f32_to_f16(0.01f);
   if (format == QuantFormat::F32 || format == QuantFormat::F16 || format == QuantFormat::BF16) {
-    std::normal_distribution<float> normal;
     for (size_t i = 0; i < rows * cols; ++i) {
-      const float v = normal(rng);
-      if (format == QuantFormat::F32) std::memcpy(w.data() + 4 * i, &v, 4);
-      const uint16_t h = format == QuantFormat::F16 ? f32_to_f16(v) : f32_to_bf16(v);
-      if (format != QuantFormat::F32) std::memcpy(w.data() + 2 * i, &h, 2);
+      const float v = rng.uniform();
+      if (format == QuantFormat::F32) {
+        std::memcpy(w.data() + 4 * i, &v, 4);
+      } else {
+        const uint16_t h = format == QuantFormat::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+        std::memcpy(w.data() + 2 * i, &h, 2);
+      }
     }
     return w;
   }
   // Every f16 field of these blocks sits at offset 0, 2 (d, m/dmin) or at
   // the end (Q2_K..Q6_K); overwrite them all with a sane scale.
+  const FormatTraits& t = format_traits(format);
+  const uint16_t scale = f32_to_f16(0.01f);
   const size_t n_blocks = w.size() / t.block_bytes;
   for (size_t b = 0; b < n_blocks; ++b) {
     uint8_t* blk = w.data() + b * t.block_bytes;
@@ -124,7 +165,7 @@ std::vector<uint8_t> random_matrix(QuantFormat format, size_t rows, size_t cols)
   return w;
 }
 
-// Enough copies of one random matrix to stream from memory.
+// Enough different random matrices to stream from memory.
 struct WeightSet {
   QuantFormat format;
   std::vector<std::vector<uint8_t>> copies;
@@ -136,9 +177,9 @@ const WeightSet& weights(QuantFormat format, size_t min_total_bytes) {
     cached.reset();  // free the previous format's weights first
     auto set = std::make_unique<WeightSet>();
     set->format = format;
-    set->copies.push_back(random_matrix(format, kOut, kIn));
-    const size_t bytes = set->copies[0].size();
-    while (set->copies.size() * bytes < min_total_bytes) set->copies.push_back(set->copies[0]);
+    do {
+      set->copies.push_back(random_matrix(format, kOut, kIn, set->copies.size() + 1));
+    } while (set->copies.size() * set->copies[0].size() < min_total_bytes);
     cached = std::move(set);
   }
   return *cached;
@@ -152,22 +193,34 @@ std::vector<float> random_activations(size_t rows) {
   return x;
 }
 
+// Each iteration also reads, with the same threads, a matrix that neither
+// this nor the next few iterations multiply (so it is not in the cache);
+// the percentage compares the two over the same stretch of time, as this
+// machine's memory bandwidth varies from second to second.
 void Matvec(benchmark::State& state, QuantFormat format) {
   const WeightSet& set = weights(format, kStreamBytes);
+  const size_t n = set.copies.size();
+  const size_t bytes = set.copies[0].size();
   const std::vector<float> x = random_activations(1);
   std::vector<float> y(kOut);
   size_t next = 0;
+  double read_seconds = 0.0;
   for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
     matvec(format, set.copies[next].data(), kOut, kIn, x.data(), y.data(), pool());
-    next = (next + 1) % set.copies.size();
+    const auto t1 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(read_all(set.copies[(next + n / 2) % n].data(), bytes));
+    const auto t2 = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    read_seconds += std::chrono::duration<double>(t2 - t1).count();
+    next = (next + 1) % n;
     benchmark::DoNotOptimize(y.data());
   }
-  const double bytes = static_cast<double>(state.iterations()) * static_cast<double>(set.copies[0].size());
-  state.counters["weight_GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsRate);
-  if (g_read_bytes_per_second > 0) {
-    state.counters["pct_of_read_bw"] =
-        benchmark::Counter(100.0 * bytes / g_read_bytes_per_second, benchmark::Counter::kIsRate);
-  }
+  const double total = static_cast<double>(state.iterations()) * static_cast<double>(bytes);
+  state.counters["weight_GB/s"] = benchmark::Counter(total * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["read_GB/s"] = benchmark::Counter(total * 1e-9 / read_seconds);
+  // (bytes / matvec time) / (bytes / read time), in percent.
+  state.counters["pct_of_read"] = benchmark::Counter(100.0 * read_seconds, benchmark::Counter::kIsRate);
   state.SetLabel(kernel_target_name());
 }
 
@@ -196,7 +249,7 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("MemoryRead", MemoryRead)->UseRealTime()->MinTime(1.0);
   for (QuantFormat f : kFormats) {
     const std::string name(format_traits(f).name);
-    benchmark::RegisterBenchmark(("Matvec/" + name).c_str(), Matvec, f)->UseRealTime()->MinTime(1.0);
+    benchmark::RegisterBenchmark(("Matvec/" + name).c_str(), Matvec, f)->UseManualTime()->MinTime(1.0);
   }
   for (QuantFormat f : kFormats) {
     const std::string name(format_traits(f).name);
@@ -216,8 +269,8 @@ void register_benchmarks() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   lamina::quant::register_benchmarks();
-  lamina::quant::ReadBandwidthReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
 }
+#endif  // HWY_ONCE

@@ -57,6 +57,9 @@ void print_results(std::ostream& out, const std::string& format, const BenchOpti
     doc["load_ms"] = run.load_ms;
     doc["peak_rss_bytes"] = run.peak_rss_bytes;
     doc["kv_cache_bytes"] = run.kv_cache_bytes;
+    doc["backend"] = run.backend;
+    doc["first_token_ms"] = run.first_token_ms;
+    if (!run.device_memory.empty()) doc["device_memory"] = run.device_memory;
     doc["kv_type"] = options.kv_type;
     doc["batch_size"] = options.batch_size;
     nlohmann::json results = nlohmann::json::array();
@@ -85,13 +88,15 @@ void print_results(std::ostream& out, const std::string& format, const BenchOpti
     std::ostringstream tps;
     tps << std::fixed << std::setprecision(2) << r.mean_tps() << " ± " << r.stddev_tps();
     out << "| " << run.model.arch << ' ' << run.model.type_mix << " | " << gib(run.model.file_bytes) << " | "
-        << millions(run.model.params) << " | CPU (" << target << ") | " << r.threads << " | " << r.test << " | "
+        << millions(run.model.params) << " | " << run.backend << " | " << r.threads << " | " << r.test << " | "
         << tps.str() << " |\n";
   }
   out << "\nbuild: lamina " << LAMINA_VERSION << ", " << compiler() << ", SIMD target " << target << "\n";
   out << "cpu: " << cpu_name() << "\n";
   out << "load: " << std::fixed << std::setprecision(1) << run.load_ms << " ms, peak RSS " << gib(run.peak_rss_bytes)
-      << ", KV cache " << gib(run.kv_cache_bytes) << " (" << options.kv_type << ")\n";
+      << ", KV cache " << gib(run.kv_cache_bytes) << " (" << options.kv_type << "), time to first token "
+      << run.first_token_ms << " ms\n";
+  if (!run.device_memory.empty()) out << run.device_memory << "\n";
 }
 
 }  // namespace lamina::bench

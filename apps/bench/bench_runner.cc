@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "lamina/model/forward.h"
+#include "lamina/model/gpu_forward.h"
 #include "lamina/model/model.h"
 
 namespace lamina::bench {
@@ -49,17 +50,18 @@ std::vector<model::TokenInput> make_tokens(int n, uint32_t n_vocab, uint32_t fir
   return tokens;
 }
 
-double time_prompt(model::CpuForward& fwd, const std::vector<model::TokenInput>& tokens) {
+double time_prompt(model::Forward& fwd, const std::vector<model::TokenInput>& tokens) {
   const auto start = Clock::now();
   fwd.decode(tokens);
   return seconds_since(start);
 }
 
-double time_generation(model::CpuForward& fwd, const std::vector<model::TokenInput>& tokens) {
+// Each step yields the next token id (greedy: on a GPU only the id comes back).
+double time_generation(model::Forward& fwd, const std::vector<model::TokenInput>& tokens) {
   const auto start = Clock::now();
   for (auto t : tokens) {
     t.logits = true;
-    fwd.decode(std::span(&t, 1));
+    (void)fwd.decode_greedy(std::span(&t, 1));
   }
   return seconds_since(start);
 }
@@ -90,18 +92,39 @@ BenchRun run_benchmarks(const BenchOptions& o, std::ostream& progress) {
 
   const int max_p = *std::max_element(o.n_prompt.begin(), o.n_prompt.end());
   const int max_n = *std::max_element(o.n_gen.begin(), o.n_gen.end());
-  const uint32_t n_ctx = static_cast<uint32_t>(std::max({max_p, max_n, 1}));
+  const uint32_t n_ctx = static_cast<uint32_t>(std::max({max_p + 1, max_n, 1}));
   for (int threads : o.threads) {
     model::ForwardOptions fo;
     fo.n_ctx = n_ctx;
     fo.max_batch = static_cast<uint32_t>(o.batch_size);
     fo.kv_type = o.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
     fo.n_threads = threads;
-    model::CpuForward fwd(*m, fo);
+    model::GpuOptions gpu;
+    gpu.device = o.gpu_index;
+    gpu.parity_check = o.parity_check;
+    gpu.use_graphs = o.cuda_graphs;
+    std::string note;
+    const auto setup_start = Clock::now();
+    const auto fwd_ptr = model::make_forward(*m, fo, *model::parse_device(o.device), gpu, &note);
+    run.load_ms += seconds_since(setup_start) * 1000.0;
+    if (!note.empty()) progress << note << '\n';
+    model::Forward& fwd = *fwd_ptr;
+    const auto* cpu_fwd = dynamic_cast<const model::CpuForward*>(&fwd);
+    const int n_threads = cpu_fwd ? cpu_fwd->n_threads() : 0;
     run.kv_cache_bytes = fwd.kv_cache_bytes();
+    run.backend = fwd.backend_name();
+    if (max_p > 0) {
+      // Time to first token: the longest prompt, then one decode step.
+      const auto tokens = make_tokens(max_p, m->config().n_vocab, 0, true);
+      const auto start = Clock::now();
+      const auto first = fwd.decode_greedy(tokens);
+      const model::TokenInput next{first.at(0), static_cast<uint32_t>(max_p), 0, true};
+      (void)fwd.decode_greedy(std::span(&next, 1));
+      run.first_token_ms = seconds_since(start) * 1000.0;
+    }
     auto measure = [&](const std::string& name, int n, bool prompt) {
       if (n <= 0) return;
-      BenchResult r{name + std::to_string(n), fwd.n_threads(), n, {}};
+      BenchResult r{name + std::to_string(n), n_threads, n, {}};
       const auto tokens = make_tokens(n, m->config().n_vocab, 0, prompt);
       progress << "  " << r.test << " t=" << r.threads << " warm-up" << std::flush;
       prompt ? time_prompt(fwd, tokens) : time_generation(fwd, tokens);
@@ -114,6 +137,7 @@ BenchRun run_benchmarks(const BenchOptions& o, std::ostream& progress) {
     };
     for (int p : o.n_prompt) measure("pp", p, true);
     for (int n : o.n_gen) measure("tg", n, false);
+    run.device_memory = fwd.device_memory_report();
   }
   run.peak_rss_bytes = peak_rss_bytes();
   return run;

@@ -16,6 +16,10 @@ struct BenchOptions {
   int repetitions = 5;
   int batch_size = 512;
   std::string kv_type = "f32";
+  std::string device = "cpu";  // cpu, cuda or auto
+  int gpu_index = 0;
+  bool parity_check = true;
+  bool cuda_graphs = true;
 };
 
 struct ModelFacts {
@@ -38,6 +42,9 @@ struct BenchRun {
   double load_ms = 0.0;
   uint64_t peak_rss_bytes = 0;
   uint64_t kv_cache_bytes = 0;
+  std::string backend;        // "CPU (AVX3_DL)", "CUDA (NVIDIA H200)"
+  std::string device_memory;  // GPU memory report, empty on the CPU
+  double first_token_ms = 0;  // time to first token: the longest prompt + one decode step
 };
 
 BenchRun run_benchmarks(const BenchOptions& options, std::ostream& progress);

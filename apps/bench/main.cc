@@ -20,6 +20,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 65536));
   app.add_option("--kv-type", o.kv_type, "KV cache type: f32 or f16")
       ->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("--device", o.device, "compute device: cpu, cuda or auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  app.add_option("--gpu", o.gpu_index, "CUDA device index")->check(CLI::Range(0, 64));
+  app.add_flag("!--no-parity-check", o.parity_check, "skip the CPU/GPU comparison at load");
+  app.add_flag("!--no-cuda-graphs", o.cuda_graphs, "launch the GPU decode step eagerly instead of as a CUDA graph");
   app.add_option("-o,--output", output, "md, json or csv")->check(CLI::IsMember({"md", "json", "csv"}));
   try {
     app.parse(argc, argv);

@@ -37,7 +37,15 @@ int main(int argc, char** argv) {
   app.add_flag("--chat", o.chat, "wrap the prompt as a user message with the model's chat template");
   app.add_option("--system", o.system, "system message for --chat");
   app.add_option("--chat-template", o.chat_template, "chat family: chatml, llama2, llama3, mistral, phi3, gemma");
-  app.add_option("--device", o.device, "compute device")->check(CLI::IsMember({"cpu"}));
+  app.add_option("--device", o.device, "compute device: cpu, cuda or auto (cuda when it works)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  app.add_option("--gpu", o.gpu_index, "CUDA device index")->check(CLI::Range(0, 64));
+  app.add_flag("!--no-parity-check", o.parity_check, "skip the CPU/GPU comparison at load");
+  app.add_option("--parity-min-cosine", o.parity_min_cosine,
+                 "logits cosine the GPU must reach against the CPU at load (default: 0.9999 for float weights, "
+                 "0.999 for quantized)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("!--no-cuda-graphs", o.cuda_graphs, "launch the GPU decode step eagerly instead of as a CUDA graph");
   app.add_option("--kv-type", o.kv_type, "KV cache type")->check(CLI::IsMember({"f32", "f16"}));
   app.add_flag("--json", o.json, "print one JSON document instead of streaming text");
   app.add_option("--logits-out", o.logits_out, "write the logits of every prompt position (raw f32)");

@@ -12,6 +12,7 @@
 #include "lamina/model/chat.h"
 #include "lamina/model/forward.h"
 #include "lamina/model/generate.h"
+#include "lamina/model/gpu_forward.h"
 #include "lamina/model/model.h"
 
 namespace lamina::generate_app {
@@ -87,7 +88,6 @@ double per_second(std::size_t n, double ms) { return ms > 0 ? static_cast<double
 int run(const Options& o) {
   const auto load_start = Clock::now();
   const auto m = load_model(o.model_path);
-  const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - load_start).count();
 
   const std::vector<int32_t> ids = prompt_tokens(o, *m);
   if (ids.empty()) throw std::runtime_error("the prompt is empty and the model adds no BOS token");
@@ -97,7 +97,17 @@ int run(const Options& o) {
   fo.n_threads = o.n_threads;
   fo.max_batch = static_cast<uint32_t>(o.batch_size);
   fo.kv_type = o.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
-  model::CpuForward forward(*m, fo);
+  model::GpuOptions gpu;
+  gpu.device = o.gpu_index;
+  gpu.parity_check = o.parity_check;
+  gpu.parity_min_cosine = o.parity_min_cosine;
+  gpu.use_graphs = o.cuda_graphs;
+  std::string device_note;
+  const auto forward_ptr = model::make_forward(*m, fo, *model::parse_device(o.device), gpu, &device_note);
+  if (!device_note.empty()) std::fprintf(stderr, "%s\n", device_note.c_str());
+  model::Forward& forward = *forward_ptr;
+  // Load time includes the upload to the GPU and its parity check.
+  const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - load_start).count();
 
   model::GenerateOptions go;
   go.n_predict = o.n_predict;
@@ -131,8 +141,9 @@ int run(const Options& o) {
     std::cout << '\n';
   }
   std::cout.flush();
-  std::fprintf(stderr, "load %.1f ms | prompt %zu tokens, %.1f tok/s | generated %zu tokens, %.1f tok/s | %d threads\n",
-               load_ms, result.prompt_ids.size(), pp, result.generated_ids.size(), tg, forward.n_threads());
+  std::fprintf(stderr, "load %.1f ms | prompt %zu tokens, %.1f tok/s | generated %zu tokens, %.1f tok/s | %s\n",
+               load_ms, result.prompt_ids.size(), pp, result.generated_ids.size(), tg,
+               forward.backend_name().c_str());
   return std::cout ? 0 : 1;
 }
 

@@ -24,7 +24,11 @@ struct Options {
   bool chat = false;
   std::string system;
   std::string chat_template;
-  std::string device = "cpu";
+  std::string device = "cpu";  // cpu, cuda or auto
+  int gpu_index = 0;
+  bool parity_check = true;
+  double parity_min_cosine = 0;  // 0: by weight type
+  bool cuda_graphs = true;
   std::string kv_type = "f32";
   bool json = false;
   std::string logits_out;

@@ -81,7 +81,7 @@ std::string_view stop_reason_name(StopReason reason) {
   return "?";
 }
 
-GenerateResult generate(const Model& model, CpuForward& forward, const std::vector<int32_t>& prompt_ids,
+GenerateResult generate(const Model& model, Forward& forward, const std::vector<int32_t>& prompt_ids,
                         const GenerateOptions& options, const TextCallback& on_text) {
   const Tokenizer& tok = model.tokenizer();
   const uint32_t n_vocab = model.config().n_vocab;
@@ -111,8 +111,14 @@ GenerateResult generate(const Model& model, CpuForward& forward, const std::vect
   std::size_t shown = 0;
   const auto gen_start = Clock::now();
   uint32_t pos = static_cast<uint32_t>(prompt_ids.size());
+  // Plain greedy decoding needs no logits on the host: the forward pass
+  // returns the argmax (on a GPU only the id crosses the bus).
+  const SamplerOptions& so = options.sampling;
+  const bool pure_greedy = so.temperature <= 0.0f && so.repeat_penalty == 1.0f && so.presence_penalty == 0.0f &&
+                           so.frequency_penalty == 0.0f;
+  int32_t greedy_next = pure_greedy ? sampler.sample(last) : -1;
   for (int32_t n = 0; options.n_predict < 0 || n < options.n_predict; ++n) {
-    const int32_t next = sampler.sample(last);
+    const int32_t next = pure_greedy ? greedy_next : sampler.sample(last);
     if (options.stop_at_eog && tok.is_eog(next)) {
       result.stop_reason = StopReason::EndOfGeneration;
       break;
@@ -136,8 +142,12 @@ GenerateResult generate(const Model& model, CpuForward& forward, const std::vect
       break;
     }
     const TokenInput input{next, pos++, options.seq, true};
-    logits = forward.decode(std::span(&input, 1));
-    std::copy(logits.begin(), logits.end(), last.begin());
+    if (pure_greedy) {
+      greedy_next = forward.decode_greedy(std::span(&input, 1)).at(0);
+    } else {
+      logits = forward.decode(std::span(&input, 1));
+      std::copy(logits.begin(), logits.end(), last.begin());
+    }
   }
   result.generate_ms = ms_since(gen_start);
   if (on_text && result.text.size() > shown) on_text(std::string_view(result.text).substr(shown));

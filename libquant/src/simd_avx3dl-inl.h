@@ -63,6 +63,9 @@ struct Acc {
 
 struct KernelBase {
   using Acc = dl::Acc;
+  static constexpr size_t kWeightRows = 1;
+  static constexpr size_t kRowTile = 4;
+  static constexpr bool kSplitSums = true;
   static HWY_INLINE Acc Zero() { return Acc{_mm512_setzero_ps()}; }
   static HWY_INLINE float Finish(const Acc& even, const Acc& odd) {
     return _mm512_reduce_add_ps(_mm512_add_ps(even.sum, odd.sum));

@@ -32,7 +32,7 @@ HWY_BEFORE_NAMESPACE();
 namespace lamina::quant::HWY_NAMESPACE::dl {
 namespace q32 {
 
-// Bytes offset .. offset + 15 of each of the n (<= 4) blocks of
+// Q8_0 (below) reads its 4 blocks with plain loads: bytes offset .. offset + 15 of each of the n (<= 4) blocks of
 // kBlockBytes at p, block j in 128-bit lane j (zeros for missing blocks).
 template <size_t kBlockBytes>
 HWY_INLINE __m512i LoadLanes(const uint8_t* p, size_t offset, size_t n) {
@@ -65,19 +65,78 @@ HWY_INLINE __m512 LoadScales(const uint8_t* p, size_t offset, size_t n) {
   return _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(four));
 }
 
-// Q5 high bits: bit k of the 32-bit qh of block j, for values k < 16 (lo)
-// and 16 + k (hi), as byte masks over lanes 16 j + k.
-template <size_t kBlockBytes>
-HWY_INLINE void LoadHighBitMasks(const uint8_t* p, size_t offset, size_t n, __mmask64& lo, __mmask64& hi) {
-  uint64_t lo_bits = 0, hi_bits = 0;
-  for (size_t j = 0; j < n; ++j) {
-    uint32_t qh;
-    std::memcpy(&qh, p + j * kBlockBytes + offset, 4);
-    lo_bits |= uint64_t{qh & 0xFFFFu} << (16 * j);
-    hi_bits |= uint64_t{qh >> 16} << (16 * j);
-  }
-  lo = _cvtu64_mask64(lo_bits);
-  hi = _cvtu64_mask64(hi_bits);
+// A group of 4 consecutive blocks is read as one window of up to 128 bytes
+// (two vectors) from which two-source byte permutes (vpermt2b) pick each
+// field: one instruction per field instead of a load, insert or scalar
+// shift per block. A last partial group is first copied, zero-padded.
+struct Window {
+  __m512i lo;  // bytes 0..63
+  __m512i hi;  // bytes 64..127 (zeros past kBytes)
+};
+
+template <size_t kBytes>
+HWY_INLINE Window LoadWindow(const uint8_t* p) {
+  static_assert(kBytes > 64 && kBytes <= 128);
+  constexpr __mmask64 kTail = kBytes == 128 ? ~__mmask64{0} : (__mmask64{1} << (kBytes - 64)) - 1;
+  return {_mm512_loadu_si512(p), _mm512_maskz_loadu_epi8(kTail, p + 64)};
+}
+
+// The 4 blocks at w, or for a partial group (n < 4) a zero-padded copy of
+// its n blocks in `spare`.
+template <class Block>
+HWY_INLINE const uint8_t* FullGroup(const Block* w, size_t n, Block (&spare)[4]) {
+  if (HWY_LIKELY(n == 4)) return reinterpret_cast<const uint8_t*>(w);
+  std::memset(spare, 0, sizeof(spare));
+  std::memcpy(spare, w, n * sizeof(Block));
+  return reinterpret_cast<const uint8_t*>(spare);
+}
+
+HWY_INLINE __m512i Pick(const Window& win, const std::array<uint8_t, 64>& index) {
+  return _mm512_permutex2var_epi8(win.lo, LoadTable(index), win.hi);
+}
+
+// Permute indices: bytes offset .. offset + 15 of block j into 128-bit
+// lane j.
+template <size_t kBlockBytes, size_t kOffset>
+inline constexpr std::array<uint8_t, 64> kLaneBytes = [] {
+  std::array<uint8_t, 64> t{};
+  for (size_t i = 0; i < 64; ++i) t[i] = static_cast<uint8_t>((i / 16) * kBlockBytes + kOffset + i % 16);
+  return t;
+}();
+
+// The f16 at kOffset of block i / 4 into 16-bit lane i (i < 16).
+template <size_t kBlockBytes, size_t kOffset>
+inline constexpr std::array<uint8_t, 64> kHalfPerLane = [] {
+  std::array<uint8_t, 64> t{};
+  for (size_t i = 0; i < 32; ++i) t[i] = static_cast<uint8_t>((i / 8) * kBlockBytes + kOffset + i % 2);
+  return t;
+}();
+
+// The f16 at kOffset of each block as f32, in the 4 lanes of its block.
+template <size_t kBlockBytes, size_t kOffset>
+HWY_INLINE __m512 PickScales(const Window& win) {
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(Pick(win, kHalfPerLane<kBlockBytes, kOffset>)));
+}
+
+// Q5 high bits: the 32-bit qh of block j in both 64-bit lanes of 128-bit
+// lane j; bit-shuffles (vpshufbitqmb) then pick bit k of it for value k
+// (lo, k < 16) or value 16 + k (hi) as byte masks over lanes 16 j + k.
+template <size_t kBlockBytes, size_t kOffset>
+HWY_INLINE void PickHighBitMasks(const Window& win, __mmask64& lo, __mmask64& hi) {
+  static constexpr std::array<uint8_t, 64> kIndex = [] {
+    std::array<uint8_t, 64> t{};
+    for (size_t i = 0; i < 64; ++i) t[i] = static_cast<uint8_t>((i / 16) * kBlockBytes + kOffset + i % 4);
+    return t;
+  }();
+  static constexpr std::array<uint8_t, 64> kLoBits = [] {
+    std::array<uint8_t, 64> t{};
+    for (size_t i = 0; i < 64; ++i) t[i] = static_cast<uint8_t>(i % 16);
+    return t;
+  }();
+  const __m512i qh = Pick(win, kIndex);
+  const __m512i lo_bits = LoadTable(kLoBits);
+  lo = _mm512_bitshuffle_epi64_mask(qh, lo_bits);
+  hi = _mm512_bitshuffle_epi64_mask(qh, _mm512_add_epi8(lo_bits, Bytes(16)));
 }
 
 // Low and high nibbles of 16 bytes per lane: values 0..15 and 16..31.
@@ -95,134 +154,213 @@ struct Group {
   __m512 m;
 };
 
-// The nibble formats: values and d (and m) of up to 4 blocks.
+// The nibble formats: values and d of a window of 4 blocks.
 template <class Block>
-HWY_INLINE Group LoadNibbleGroup(const Block* w, size_t n) {
-  const auto* p = reinterpret_cast<const uint8_t*>(w);
+HWY_INLINE Group PickNibbleGroup(const Window& win) {
   Group g;
-  SplitNibbles(LoadLanes<sizeof(Block)>(p, offsetof(Block, qs), n), g.lo, g.hi);
-  g.d = LoadScales<sizeof(Block)>(p, offsetof(Block, d), n);
+  SplitNibbles(Pick(win, kLaneBytes<sizeof(Block), offsetof(Block, qs)>), g.lo, g.hi);
+  g.d = PickScales<sizeof(Block), offsetof(Block, d)>(win);
   return g;
 }
 
 template <class Block>
-HWY_INLINE void AddQ5HighBits(const Block* w, size_t n, Group& g) {
+HWY_INLINE void AddQ5HighBits(const Window& win, Group& g) {
   __mmask64 lo, hi;
-  LoadHighBitMasks<sizeof(Block)>(reinterpret_cast<const uint8_t*>(w), offsetof(Block, qh), n, lo, hi);
+  PickHighBitMasks<sizeof(Block), offsetof(Block, qh)>(win, lo, hi);
   g.lo = _mm512_mask_add_epi8(g.lo, lo, g.lo, Bytes(0x10));
   g.hi = _mm512_mask_add_epi8(g.hi, hi, g.hi, Bytes(0x10));
 }
 
-// acc += d_w * d_a * (dot(u, a) - (1 << kOffsetShift) * sum(a)) for each of
-// the 4 blocks, R activation rows.
-template <int kOffsetShift, size_t R>
-HWY_INLINE void AccumulateOffset(const Group& g, const ActRow* rows, size_t b, Acc* acc) {
+// acc[w * R + r] += d_w * d_a * (dot(u, a) - (1 << kOffsetShift) * sum(a))
+// for each of the 4 blocks, W weight groups, R activation rows: each
+// activation row is loaded once for all W weight rows.
+template <int kOffsetShift, size_t W, size_t R>
+HWY_INLINE void AccumulateOffset(const Group* g, const ActRow* rows, size_t b, Acc* acc) {
   for (size_t r = 0; r < R; ++r) {
     const int8_t* a = rows[r].values + (b / detail::kGroupBlocks) * detail::kGroupValues;
+    const __m512i a_lo = _mm512_loadu_si512(a);
+    const __m512i a_hi = _mm512_loadu_si512(a + 64);
     // The dot starts from -offset * sum(a) (in each block's first lane).
-    const __m512i neg_sums = _mm512_loadu_si512(rows[r].lane_neg_sums + b * detail::kLanesPerBlock);
-    __m512i dot = Dpbusd(_mm512_slli_epi32(neg_sums, kOffsetShift), g.lo, _mm512_loadu_si512(a));
-    dot = Dpbusd(dot, g.hi, _mm512_loadu_si512(a + 64));
-    const __m512 scale = _mm512_mul_ps(g.d, _mm512_loadu_ps(rows[r].lane_scales + b * detail::kLanesPerBlock));
-    acc[r].sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r].sum);
+    const __m512i start = _mm512_slli_epi32(
+        _mm512_loadu_si512(rows[r].lane_neg_sums + b * detail::kLanesPerBlock), kOffsetShift);
+    const __m512 scale_a = _mm512_loadu_ps(rows[r].lane_scales + b * detail::kLanesPerBlock);
+    for (size_t w = 0; w < W; ++w) {
+      const __m512i dot = Dpbusd(Dpbusd(start, g[w].lo, a_lo), g[w].hi, a_hi);
+      const __m512 scale = _mm512_mul_ps(g[w].d, scale_a);
+      acc[w * R + r].sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[w * R + r].sum);
+    }
   }
 }
 
-// acc += d_w * d_a * dot(u, a) + m * d_a * sum(a), for value = d * u + m.
-template <size_t R>
-HWY_INLINE void AccumulateWithMin(const Group& g, const ActRow* rows, size_t b, Acc* acc) {
+// The same for value = d * u + m: acc += d_w * d_a * dot(u, a) + m * d_a * sum(a).
+template <size_t W, size_t R>
+HWY_INLINE void AccumulateWithMin(const Group* g, const ActRow* rows, size_t b, Acc* acc) {
   for (size_t r = 0; r < R; ++r) {
     const int8_t* a = rows[r].values + (b / detail::kGroupBlocks) * detail::kGroupValues;
-    __m512i dot = Dpbusd(_mm512_setzero_si512(), g.lo, _mm512_loadu_si512(a));
-    dot = Dpbusd(dot, g.hi, _mm512_loadu_si512(a + 64));
+    const __m512i a_lo = _mm512_loadu_si512(a);
+    const __m512i a_hi = _mm512_loadu_si512(a + 64);
     const size_t lanes = b * detail::kLanesPerBlock;
-    const __m512 scale = _mm512_mul_ps(g.d, _mm512_loadu_ps(rows[r].lane_scales + lanes));
-    acc[r].sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r].sum);
-    acc[r].sum = _mm512_fmadd_ps(g.m, _mm512_loadu_ps(rows[r].lane_scaled_sums + lanes), acc[r].sum);
+    const __m512 scale_a = _mm512_loadu_ps(rows[r].lane_scales + lanes);
+    const __m512 scaled_sums = _mm512_loadu_ps(rows[r].lane_scaled_sums + lanes);
+    for (size_t w = 0; w < W; ++w) {
+      const __m512i dot = Dpbusd(Dpbusd(_mm512_setzero_si512(), g[w].lo, a_lo), g[w].hi, a_hi);
+      const __m512 scale = _mm512_mul_ps(g[w].d, scale_a);
+      Acc& out = acc[w * R + r];
+      out.sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, out.sum);
+      out.sum = _mm512_fmadd_ps(g[w].m, scaled_sums, out.sum);
+    }
   }
 }
 
-}  // namespace q32
+// The nibble formats' values and d.
+template <class Block>
+HWY_INLINE Group LoadNibbleGroup(const Block* w, size_t n) {
+  Block spare[4];
+  return PickNibbleGroup<Block>(LoadWindow<4 * sizeof(Block)>(FullGroup(w, n, spare)));
+}
 
-// Each kernel takes up to 4 blocks per step; n is the number present.
-struct KernelQ4_0 : KernelBase {
+// Per format: Block, Load (the unsigned values and scales of up to 4
+// blocks) and how the weights' offset or minimum is applied.
+struct DecodeQ4_0 {
   using Block = BlockQ4_0;
-  static constexpr size_t kBlocksPerStep = 4;
-  template <size_t R>
-  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t n) {
-    q32::AccumulateOffset<3, R>(q32::LoadNibbleGroup(w, n), rows, b, acc);
-  }
+  static constexpr int kOffsetShift = 3;  // u = q + 8
+  static HWY_INLINE Group Load(const Block* w, size_t n) { return LoadNibbleGroup(w, n); }
 };
 
-struct KernelIQ4_NL : KernelBase {
+struct DecodeIQ4_NL {
   using Block = BlockIQ4_NL;
-  static constexpr size_t kBlocksPerStep = 4;
-  template <size_t R>
-  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t n) {
+  static constexpr int kOffsetShift = 7;  // u = codebook value + 128
+  static HWY_INLINE Group Load(const Block* w, size_t n) {
     // The codebook plus 128, as unsigned bytes, in every 128-bit lane.
     alignas(64) static constexpr std::array<uint8_t, 64> kCodes = [] {
       std::array<uint8_t, 64> t{};
       for (size_t i = 0; i < 64; ++i) t[i] = static_cast<uint8_t>(kIQ4NLValues[i % 16] + 128);
       return t;
     }();
-    q32::Group g = q32::LoadNibbleGroup(w, n);
+    Group g = LoadNibbleGroup(w, n);
     const __m512i codes = LoadTable(kCodes);
     g.lo = _mm512_shuffle_epi8(codes, g.lo);
     g.hi = _mm512_shuffle_epi8(codes, g.hi);
-    q32::AccumulateOffset<7, R>(g, rows, b, acc);
+    return g;
   }
 };
 
-struct KernelQ5_0 : KernelBase {
+struct DecodeQ5_0 {
   using Block = BlockQ5_0;
-  static constexpr size_t kBlocksPerStep = 4;
-  template <size_t R>
-  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t n) {
-    q32::Group g = q32::LoadNibbleGroup(w, n);
-    q32::AddQ5HighBits(w, n, g);
-    q32::AccumulateOffset<4, R>(g, rows, b, acc);
+  static constexpr int kOffsetShift = 4;  // u = q + 16
+  static HWY_INLINE Group Load(const Block* w, size_t n) {
+    Block spare[4];
+    const Window win = LoadWindow<4 * sizeof(Block)>(FullGroup(w, n, spare));
+    Group g = PickNibbleGroup<Block>(win);
+    AddQ5HighBits<Block>(win, g);
+    return g;
   }
 };
 
-struct KernelQ4_1 : KernelBase {
+struct DecodeQ4_1 {
   using Block = BlockQ4_1;
-  static constexpr size_t kBlocksPerStep = 4;
-  template <size_t R>
-  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t n) {
-    q32::Group g = q32::LoadNibbleGroup(w, n);
-    g.m = q32::LoadScales<sizeof(Block)>(reinterpret_cast<const uint8_t*>(w), offsetof(Block, m), n);
-    q32::AccumulateWithMin<R>(g, rows, b, acc);
+  static constexpr int kOffsetShift = -1;  // has a minimum instead
+  static HWY_INLINE Group Load(const Block* w, size_t n) {
+    Block spare[4];
+    const Window win = LoadWindow<4 * sizeof(Block)>(FullGroup(w, n, spare));
+    Group g = PickNibbleGroup<Block>(win);
+    g.m = PickScales<sizeof(Block), offsetof(Block, m)>(win);
+    return g;
   }
 };
 
-struct KernelQ5_1 : KernelBase {
+struct DecodeQ5_1 {
   using Block = BlockQ5_1;
-  static constexpr size_t kBlocksPerStep = 4;
-  template <size_t R>
-  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t n) {
-    q32::Group g = q32::LoadNibbleGroup(w, n);
-    q32::AddQ5HighBits(w, n, g);
-    g.m = q32::LoadScales<sizeof(Block)>(reinterpret_cast<const uint8_t*>(w), offsetof(Block, m), n);
-    q32::AccumulateWithMin<R>(g, rows, b, acc);
+  static constexpr int kOffsetShift = -1;  // has a minimum instead
+  static HWY_INLINE Group Load(const Block* w, size_t n) {
+    Block spare[4];
+    const Window win = LoadWindow<4 * sizeof(Block)>(FullGroup(w, n, spare));
+    Group g = PickNibbleGroup<Block>(win);
+    AddQ5HighBits<Block>(win, g);
+    g.m = PickScales<sizeof(Block), offsetof(Block, m)>(win);
+    return g;
   }
 };
 
-// Q8_0: values made unsigned by flipping the sign bit (u = q + 128).
-struct KernelQ8_0 : KernelBase {
+// Q8_0: values made unsigned by flipping the sign bit (u = q + 128);
+// padding blocks of a partial group give u = 128 against zero activations,
+// scale 0. 4 blocks are 136 bytes, so two overlapping windows: bytes
+// 0..127 hold the scales and every first half, bytes 8..135 every second
+// half. A single activation row (decode) measured faster with plain lane
+// loads (LoadForOneRow), several rows with the permutes.
+struct DecodeQ8_0 {
   using Block = BlockQ8_0;
-  static constexpr size_t kBlocksPerStep = 4;
-  template <size_t R>
-  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t n) {
+  static constexpr int kOffsetShift = 7;
+  static HWY_INLINE Group Load(const Block* w, size_t n) {
+    constexpr size_t kSecondBase = 4 * sizeof(Block) - 128;
+    Block spare[4];
+    const uint8_t* p = FullGroup(w, n, spare);
+    const Window first = LoadWindow<128>(p);
+    const Window second = LoadWindow<128>(p + kSecondBase);
+    Group g;
+    g.lo = _mm512_xor_si512(Pick(first, kLaneBytes<sizeof(Block), offsetof(Block, qs)>), Bytes(0x80));
+    g.hi = _mm512_xor_si512(Pick(second, kLaneBytes<sizeof(Block), offsetof(Block, qs) + 16 - kSecondBase>),
+                            Bytes(0x80));
+    g.d = PickScales<sizeof(Block), offsetof(Block, d)>(first);
+    return g;
+  }
+  static HWY_INLINE Group LoadForOneRow(const Block* w, size_t n) {
     const auto* p = reinterpret_cast<const uint8_t*>(w);
-    q32::Group g;
-    g.lo = _mm512_xor_si512(q32::LoadLanes<sizeof(Block)>(p, offsetof(Block, qs), n), Bytes(0x80));
-    g.hi = _mm512_xor_si512(q32::LoadLanes<sizeof(Block)>(p, offsetof(Block, qs) + 16, n), Bytes(0x80));
-    g.d = q32::LoadScales<sizeof(Block)>(p, offsetof(Block, d), n);
-    // Missing blocks of a partial group: u = 128 against zero activations,
-    // scale 0.
-    q32::AccumulateOffset<7, R>(g, rows, b, acc);
+    Group g;
+    g.lo = _mm512_xor_si512(LoadLanes<sizeof(Block)>(p, offsetof(Block, qs), n), Bytes(0x80));
+    g.hi = _mm512_xor_si512(LoadLanes<sizeof(Block)>(p, offsetof(Block, qs) + 16, n), Bytes(0x80));
+    g.d = LoadScales<sizeof(Block)>(p, offsetof(Block, d), n);
+    return g;
   }
 };
+
+// Decoders with a variant for a single activation row.
+template <class D>
+concept HasOneRowLoad = requires(const typename D::Block* w, size_t n) { D::LoadForOneRow(w, n); };
+
+}  // namespace q32
+
+// The kernels take up to 4 blocks per step (n is the number present) of 2
+// weight rows at a time: decoding is per weight row, the activations' loads
+// are shared by both rows.
+template <class Decode>
+struct KernelQ32 : KernelBase {
+  using Block = typename Decode::Block;
+  static constexpr size_t kBlocksPerStep = 4;
+  static constexpr size_t kWeightRows = 2;
+  static constexpr size_t kRowTile = 8;
+  static constexpr bool kSplitSums = false;
+
+  // Weight row i at w + i * stride.
+  template <size_t W, size_t R>
+  static HWY_INLINE void AccumulateTile(const Block* w, size_t stride, const ActRow* rows, size_t b, Acc* acc,
+                                        size_t n) {
+    q32::Group g[W];
+    for (size_t i = 0; i < W; ++i) {
+      if constexpr (R == 1 && q32::HasOneRowLoad<Decode>) {
+        g[i] = Decode::LoadForOneRow(w + i * stride, n);
+      } else {
+        g[i] = Decode::Load(w + i * stride, n);
+      }
+    }
+    if constexpr (Decode::kOffsetShift >= 0) {
+      q32::AccumulateOffset<Decode::kOffsetShift, W, R>(g, rows, b, acc);
+    } else {
+      q32::AccumulateWithMin<W, R>(g, rows, b, acc);
+    }
+  }
+  template <size_t R>
+  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t n) {
+    AccumulateTile<1, R>(w, 0, rows, b, acc, n);
+  }
+};
+
+using KernelQ4_0 = KernelQ32<q32::DecodeQ4_0>;
+using KernelIQ4_NL = KernelQ32<q32::DecodeIQ4_NL>;
+using KernelQ5_0 = KernelQ32<q32::DecodeQ5_0>;
+using KernelQ4_1 = KernelQ32<q32::DecodeQ4_1>;
+using KernelQ5_1 = KernelQ32<q32::DecodeQ5_1>;
+using KernelQ8_0 = KernelQ32<q32::DecodeQ8_0>;
 
 }  // namespace lamina::quant::HWY_NAMESPACE::dl
 HWY_AFTER_NAMESPACE();

@@ -3,8 +3,9 @@
 //
 // Batch invariance: every output is produced by the same sequence of
 // operations (steps of blocks in order, even steps into one accumulator and
-// odd steps into another, then one fixed final sum), whatever R, the number
-// of activation rows or the thread that runs it.
+// odd steps into another, or for kernels with kSplitSums false all steps
+// into one, then one fixed final sum), whatever the tile, the number of
+// activation rows or the thread that runs it.
 
 #if defined(LAMINA_QUANT_SIMD_MATMUL_TILES_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LAMINA_QUANT_SIMD_MATMUL_TILES_INL_H_
@@ -39,29 +40,66 @@ HWY_INLINE ActRow MakeActRow(const QuantizedActivations& x, size_t r) {
 //     weight row times activation rows rows[0..R) to acc[0..R);
 //   static float Finish(const Acc& even, const Acc& odd).
 
-// y[r * y_stride] = dot(weight row w, activation row r) for r < R.
-template <class Kernel, size_t R>
+// Kernels that set kWeightRows > 1 also provide
+//   template <size_t W, size_t R> static void AccumulateTile(const Block* w,
+//       size_t stride, const ActRow* rows, size_t b, Acc* acc, size_t n_blocks):
+//     the same for W <= kWeightRows weight rows (row i at w + i * stride)
+//     into acc[i * R + r], each row's sums taking exactly the operations
+//     Accumulate would.
+
+// Blocks b .. b + n - 1 of W weight rows (W > 1 only for kernels that
+// decode several rows per step).
+template <class Kernel, size_t W, size_t R>
+HWY_INLINE void AccumulateStep(const typename Kernel::Block* w, size_t stride, const ActRow* rows, size_t b,
+                               typename Kernel::Acc* acc, size_t n) {
+  if constexpr (W == 1) {
+    Kernel::template Accumulate<R>(w, rows, b, acc, n);
+  } else {
+    Kernel::template AccumulateTile<W, R>(w, stride, rows, b, acc, n);
+  }
+}
+
+// y[r * y_stride + i] = dot(weight row i, activation row r) for i < W,
+// r < R; weight row i starts at w + i * nblocks.
+template <class Kernel, size_t W, size_t R>
 HWY_INLINE void DotTile(const typename Kernel::Block* HWY_RESTRICT w, size_t nblocks,
                         const ActRow* rows, float* HWY_RESTRICT y, size_t y_stride) {
   using Acc = typename Kernel::Acc;
   constexpr size_t kStep = Kernel::kBlocksPerStep;
-  Acc even[R];
-  Acc odd[R];
-  HWY_UNROLL(4)
-  for (size_t r = 0; r < R; ++r) even[r] = odd[r] = Kernel::Zero();
+  if constexpr (!Kernel::kSplitSums) {
+    // Large tiles have enough independent sums without the split, and the
+    // registers are better spent on more rows.
+    Acc acc[W * R];
+    HWY_UNROLL(8)
+    for (size_t i = 0; i < W * R; ++i) acc[i] = Kernel::Zero();
+    for (size_t b = 0; b < nblocks; b += kStep) {
+      AccumulateStep<Kernel, W, R>(w + b, nblocks, rows, b, acc, std::min(kStep, nblocks - b));
+    }
+    HWY_UNROLL(8)
+    for (size_t i = 0; i < W; ++i) {
+      for (size_t r = 0; r < R; ++r) y[r * y_stride + i] = Kernel::Finish(acc[i * R + r], Kernel::Zero());
+    }
+    return;
+  }
+  Acc even[W * R];
+  Acc odd[W * R];
+  HWY_UNROLL(8)
+  for (size_t i = 0; i < W * R; ++i) even[i] = odd[i] = Kernel::Zero();
   size_t b = 0;
   for (; b + 2 * kStep <= nblocks; b += 2 * kStep) {
-    Kernel::template Accumulate<R>(w + b, rows, b, even, kStep);
-    Kernel::template Accumulate<R>(w + b + kStep, rows, b + kStep, odd, kStep);
+    AccumulateStep<Kernel, W, R>(w + b, nblocks, rows, b, even, kStep);
+    AccumulateStep<Kernel, W, R>(w + b + kStep, nblocks, rows, b + kStep, odd, kStep);
   }
   if (b < nblocks) {
     const size_t n = std::min(kStep, nblocks - b);
-    Kernel::template Accumulate<R>(w + b, rows, b, even, n);
+    AccumulateStep<Kernel, W, R>(w + b, nblocks, rows, b, even, n);
     b += n;
   }
-  if (b < nblocks) Kernel::template Accumulate<R>(w + b, rows, b, odd, nblocks - b);
-  HWY_UNROLL(4)
-  for (size_t r = 0; r < R; ++r) y[r * y_stride] = Kernel::Finish(even[r], odd[r]);
+  if (b < nblocks) AccumulateStep<Kernel, W, R>(w + b, nblocks, rows, b, odd, nblocks - b);
+  HWY_UNROLL(8)
+  for (size_t i = 0; i < W; ++i) {
+    for (size_t r = 0; r < R; ++r) y[r * y_stride + i] = Kernel::Finish(even[i * R + r], odd[i * R + r]);
+  }
 }
 
 // The accumulator of the portable kernels: lane-wise block contributions
@@ -76,43 +114,73 @@ struct PortableAcc {
 struct PortableKernelBase {
   using Acc = PortableAcc;
   static constexpr size_t kBlocksPerStep = 1;
+  static constexpr size_t kWeightRows = 1;
+  static constexpr size_t kRowTile = 4;
+  static constexpr bool kSplitSums = true;
   static HWY_INLINE Acc Zero() { return Acc{hn::Zero(DF32()), 0.0f}; }
   static HWY_INLINE float Finish(const Acc& even, const Acc& odd) {
     return SumLanes(hn::Add(even.sum, odd.sum)) + (even.offset + odd.offset);
   }
 };
 
-// Activation rows per weight block decode (register tile).
-inline constexpr size_t kRowTile = 4;
-
 // Output rows [o_begin, o_end) of y (n_rows x n_out, row-major) for weights
 // of `nblocks` blocks per row; activation rows are taken `chunk` at a time
 // (chunk <= kMaxChunk), each chunk against all the weight rows.
 inline constexpr size_t kMaxChunk = 256;
 
+// Weight rows visited together against one activation tile: about 12 KiB,
+// so that they stay in L1 while every tile of the chunk passes over them
+// and the activations are read from L2 once per band rather than once per
+// weight row. The order of the work changes, not any output's arithmetic.
+inline constexpr size_t kWeightBandBytes = size_t{12} << 10;
+
+// Weight rows [o0, o1) against activation rows rows[0..R): kWeightRows at
+// a time, then one by one. A single activation row (decode) takes the
+// weight rows one by one: there the weights' bandwidth, not the shared
+// activation loads, sets the speed, and one stream at a time measured
+// faster.
+template <class Kernel, size_t R>
+HWY_INLINE void BandTile(const typename Kernel::Block* w, size_t nblocks, size_t o0, size_t o1,
+                         const ActRow* rows, float* HWY_RESTRICT y, size_t n_out) {
+  constexpr size_t W = R > 1 ? Kernel::kWeightRows : 1;
+  size_t o = o0;
+  if constexpr (W > 1) {
+    for (; o + W <= o1; o += W) DotTile<Kernel, W, R>(w + o * nblocks, nblocks, rows, y + o, n_out);
+  }
+  for (; o < o1; ++o) DotTile<Kernel, 1, R>(w + o * nblocks, nblocks, rows, y + o, n_out);
+}
+
+// BandTile for the last R' < R activation rows of a chunk.
+template <class Kernel, size_t R>
+HWY_INLINE void BandTail(size_t rem, const typename Kernel::Block* w, size_t nblocks, size_t o0, size_t o1,
+                         const ActRow* rows, float* HWY_RESTRICT y, size_t n_out) {
+  if constexpr (R > 0) {
+    if (rem == R) return BandTile<Kernel, R>(w, nblocks, o0, o1, rows, y, n_out);
+    BandTail<Kernel, R - 1>(rem, w, nblocks, o0, o1, rows, y, n_out);
+  }
+}
+
+// Activation rows per weight decode (register tile): Kernel::kRowTile.
 template <class Kernel>
 void MatMulRows(const void* weights, size_t nblocks, size_t n_out, size_t o_begin, size_t o_end,
                 const QuantizedActivations& x, size_t chunk, float* HWY_RESTRICT y) {
   using Block = typename Kernel::Block;
   const auto* w = static_cast<const Block*>(weights);
   const size_t n_rows = x.rows();
+  const size_t band = std::max<size_t>(1, kWeightBandBytes / (nblocks * sizeof(Block)));
   chunk = std::min(chunk, kMaxChunk);
   ActRow rows[kMaxChunk];
   for (size_t r0 = 0; r0 < n_rows; r0 += chunk) {
     const size_t r1 = std::min(n_rows, r0 + chunk);
     for (size_t r = r0; r < r1; ++r) rows[r - r0] = MakeActRow(x, r);
-    for (size_t o = o_begin; o < o_end; ++o) {
-      const Block* wrow = w + o * nblocks;
+    for (size_t o0 = o_begin; o0 < o_end; o0 += band) {
+      const size_t o1 = std::min(o_end, o0 + band);
+      constexpr size_t kTile = Kernel::kRowTile;
       size_t r = r0;
-      for (; r + kRowTile <= r1; r += kRowTile) {
-        DotTile<Kernel, kRowTile>(wrow, nblocks, rows + (r - r0), y + r * n_out + o, n_out);
+      for (; r + kTile <= r1; r += kTile) {
+        BandTile<Kernel, kTile>(w, nblocks, o0, o1, rows + (r - r0), y + r * n_out, n_out);
       }
-      switch (r1 - r) {
-        case 3: DotTile<Kernel, 3>(wrow, nblocks, rows + (r - r0), y + r * n_out + o, n_out); break;
-        case 2: DotTile<Kernel, 2>(wrow, nblocks, rows + (r - r0), y + r * n_out + o, n_out); break;
-        case 1: DotTile<Kernel, 1>(wrow, nblocks, rows + (r - r0), y + r * n_out + o, n_out); break;
-        default: break;
-      }
+      BandTail<Kernel, kTile - 1>(r1 - r, w, nblocks, o0, o1, rows + (r - r0), y + r * n_out, n_out);
     }
   }
 }

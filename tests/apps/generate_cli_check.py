@@ -81,6 +81,17 @@ def main():
     b = run(generate, "-n", "30", "--temp", "1", "-s", "5", "--no-display-prompt", "-t", "1").stdout
     expect(a == b and a, "the same seed gives the same text")
 
+    # --device cuda: the GPU's text, or (no GPU / no CUDA build) one error line.
+    cpu = run(generate, "-n", "24", "--temp", "0", "--no-display-prompt", "-t", "1")
+    r = run(generate, "-n", "24", "--temp", "0", "--no-display-prompt", "--device", "cuda")
+    lines = r.stderr.decode(errors="replace").strip().splitlines()
+    expect((r.returncode == 0 and r.stdout == cpu.stdout) or
+           (r.returncode == 1 and len(lines) == 1 and (b"GPU" in r.stderr or b"CUDA" in r.stderr)),
+           f"--device cuda runs or says why not ({r.returncode}: {r.stderr!r})")
+    # --device auto always runs (on the CPU when the GPU cannot be used).
+    r = run(generate, "-n", "24", "--temp", "0", "--no-display-prompt", "-t", "1", "--device", "auto")
+    expect(r.returncode == 0 and r.stdout == cpu.stdout, f"--device auto gives the same text ({r.stderr!r})")
+
     tiny = os.path.join(models, "TinyStories-656K-Q8_0.gguf")
     r = run(bench, "-m", tiny, "-p", "16", "-n", "4", "-r", "2", "-t", "1", "-o", "json")
     doc = json.loads(r.stdout) if r.returncode == 0 else {}

@@ -145,7 +145,7 @@ BpeVocab make_bpe_vocab(uint32_t n_vocab, const TokenizerStyle& style, uint64_t 
     vocab.tokens.push_back(i < style.specials.size()
                                ? std::string(style.specials[i])
                                : "<|" + std::string(style.filler_prefix) +
-                                     std::to_string(i - style.specials.size()) + "|>");
+                                     std::to_string(style.filler_first + i - style.specials.size()) + "|>");
     vocab.token_types.push_back(3);
   }
   vocab.bos = id_of(vocab, style.bos);

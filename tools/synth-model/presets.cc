@@ -33,6 +33,7 @@ constexpr TokenizerStyle kLlama3Tokenizer = {
     .pre = "llama-bpe",
     .specials = kLlama3Specials,
     .filler_prefix = "reserved_special_token_",
+    .filler_first = 3,  // 0..2 are among the named ones
     .n_special = 256,  // ids 128000..128255
     .bos = "<|begin_of_text|>",
     .eos = "<|eot_id|>",

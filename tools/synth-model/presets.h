@@ -14,6 +14,7 @@ struct TokenizerStyle {
   std::string_view pre;                         // tokenizer.ggml.pre
   std::span<const std::string_view> specials;   // the first special tokens, in id order
   std::string_view filler_prefix;               // the rest: "<|" prefix "N|>"
+  uint32_t filler_first = 0;                    // N of the first of the rest
   uint32_t n_special;                           // special tokens at the end of the vocabulary
   std::string_view bos, eos, padding;           // texts of special tokens ("" = none)
   bool add_bos;

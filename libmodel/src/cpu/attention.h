@@ -8,6 +8,7 @@
 #include "lamina/model/config.h"
 #include "lamina/model/forward.h"
 #include "lamina/model/kv_cache.h"
+#include "ops.h"
 
 namespace lamina::quant {
 class ThreadPool;
@@ -34,9 +35,9 @@ class Attention {
 
  private:
   struct Scratch {
-    std::vector<float> scores;
-    std::vector<float> k_rows;  // f16 caches are widened here
-    std::vector<float> v_rows;
+    Workspace scores;
+    Workspace k_rows;  // f16 caches are widened here
+    Workspace v_rows;
     std::vector<double> acc;  // one head's output
   };
   std::vector<Scratch> scratch_;

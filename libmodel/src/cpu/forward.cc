@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <thread>
 
 #include "attention.h"
+#include "lamina/quant/kernels.h"
 #include "lamina/quant/reference.h"
 #include "lamina/quant/thread_pool.h"
 #include "linear.h"
@@ -21,7 +23,11 @@ using cpu::add_in_place;
 struct CpuForward::State {
   State(const Model& m, const ForwardOptions& o);
 
-  void step(std::span<const TokenInput> batch, float* logits_out);
+  // after_layer(i), when given, runs after layer i (-1: the embedding).
+  void step(std::span<const TokenInput> batch, float* logits_out,
+            const std::function<void(int)>& after_layer = {});
+  // Throws ModelError for ids, positions or slots out of range.
+  void check(std::span<const TokenInput> batch) const;
   void embed(std::span<const TokenInput> batch);
   void norm(const Vector& w, const Vector& b, const float* x, float* out, std::size_t n_rows) const;
   void attention_block(uint32_t layer, std::span<const TokenInput> batch);
@@ -42,7 +48,7 @@ struct CpuForward::State {
   std::vector<double> inv_freq;  // per rotated pair: freq_scale * base^(-2i/n_dims) / factor_i
 
   // Workspace, sized once for max_batch rows.
-  std::vector<float> x, h, q, k, v, attn_out, proj, gate, up, logits, row_tmp;
+  cpu::Workspace x, h, q, k, v, attn_out, proj, gate, up, logits, row_tmp;
   std::vector<double> cos_t, sin_t;  // per token and rotated pair
 };
 
@@ -106,6 +112,23 @@ void CpuForward::State::norm(const Vector& weight, const Vector& bias, const flo
     } else {
       cpu::layer_norm(xr, weight.data, bias ? bias.data : nullptr, c.norm_eps, c.n_embd, yr);
     }
+  }
+}
+
+void CpuForward::State::check(std::span<const TokenInput> batch) const {
+  for (const auto& t : batch) {
+    if (t.token < 0 || static_cast<uint32_t>(t.token) >= c.n_vocab)
+      throw ModelError("token id " + std::to_string(t.token) + " is outside the vocabulary (" +
+                       std::to_string(c.n_vocab) + ")");
+    if (t.pos >= cache.n_ctx())
+      throw ModelError("position " + std::to_string(t.pos) + " is past the context size " +
+                       std::to_string(cache.n_ctx()));
+    if (t.seq >= cache.n_seq())
+      throw ModelError("sequence " + std::to_string(t.seq) + " has no KV cache slot (" +
+                       std::to_string(cache.n_seq()) + " slots)");
+    if (w.position_embd && t.pos >= w.position_embd.n_out)
+      throw ModelError("position " + std::to_string(t.pos) + " is past the learned positions (" +
+                       std::to_string(w.position_embd.n_out) + ")");
   }
 }
 
@@ -226,8 +249,13 @@ void CpuForward::State::ffn_block(uint32_t layer, std::size_t n) {
       } else {
         linear.apply_shared({{&l.w_gate, gate.data()}, {&l.w_up, up.data()}}, h.data(), n);
       }
-      for (std::size_t i = 0; i < n * ff; ++i)
-        gate[i] = (gated_gelu ? gelu(gate[i]) : cpu::silu(gate[i])) * up[i];
+      // On the pool: the activation (a double exp per value) costs about as
+      // much as a small matrix product. Each value is computed the same way
+      // wherever it runs.
+      pool.parallel_for(n * ff, 256, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i)
+          gate[i] = (gated_gelu ? gelu(gate[i]) : cpu::silu(gate[i])) * up[i];
+      });
       linear.apply(l.w_down, gate.data(), n, proj.data());
       break;
     }
@@ -240,7 +268,8 @@ void CpuForward::State::ffn_block(uint32_t layer, std::size_t n) {
   }
 }
 
-void CpuForward::State::step(std::span<const TokenInput> batch, float* logits_out) {
+void CpuForward::State::step(std::span<const TokenInput> batch, float* logits_out,
+                             const std::function<void(int)>& after_layer) {
   const std::size_t n = batch.size();
   embed(batch);
   if (c.rope.kind != RopeKind::None) {
@@ -253,9 +282,11 @@ void CpuForward::State::step(std::span<const TokenInput> batch, float* logits_ou
       }
     }
   }
+  if (after_layer) after_layer(-1);
   for (uint32_t layer = 0; layer < c.n_layer; ++layer) {
     attention_block(layer, batch);
     ffn_block(layer, n);
+    if (after_layer) after_layer(static_cast<int>(layer));
   }
   // Only rows that want logits go through the output norm and head.
   std::size_t n_out = 0;
@@ -278,22 +309,9 @@ CpuForward::~CpuForward() = default;
 
 std::span<const float> CpuForward::decode(std::span<const TokenInput> batch) {
   State& s = *state_;
+  s.check(batch);
   std::size_t n_wanted = 0;
-  for (const auto& t : batch) {
-    if (t.token < 0 || static_cast<uint32_t>(t.token) >= s.c.n_vocab)
-      throw ModelError("token id " + std::to_string(t.token) + " is outside the vocabulary (" +
-                       std::to_string(s.c.n_vocab) + ")");
-    if (t.pos >= s.cache.n_ctx())
-      throw ModelError("position " + std::to_string(t.pos) + " is past the context size " +
-                       std::to_string(s.cache.n_ctx()));
-    if (t.seq >= s.cache.n_seq())
-      throw ModelError("sequence " + std::to_string(t.seq) + " has no KV cache slot (" +
-                       std::to_string(s.cache.n_seq()) + " slots)");
-    if (s.w.position_embd && t.pos >= s.w.position_embd.n_out)
-      throw ModelError("position " + std::to_string(t.pos) + " is past the learned positions (" +
-                       std::to_string(s.w.position_embd.n_out) + ")");
-    n_wanted += t.logits ? 1 : 0;
-  }
+  for (const auto& t : batch) n_wanted += t.logits ? 1 : 0;
   if (s.logits.size() < n_wanted * s.c.n_vocab) s.logits.resize(n_wanted * s.c.n_vocab);
   std::size_t out_row = 0;
   for (std::size_t start = 0; start < batch.size(); start += s.options.max_batch) {
@@ -303,6 +321,25 @@ std::span<const float> CpuForward::decode(std::span<const TokenInput> batch) {
   }
   return {s.logits.data(), n_wanted * s.c.n_vocab};
 }
+
+std::vector<float> CpuForward::trace_last_token(std::span<const TokenInput> batch, std::vector<float>& logits) {
+  State& s = *state_;
+  if (batch.empty() || batch.size() > s.options.max_batch)
+    throw ModelError("trace_last_token: the batch must hold 1 to max_batch tokens");
+  s.check(batch);
+  std::vector<TokenInput> rows(batch.begin(), batch.end());
+  for (auto& t : rows) t.logits = false;
+  rows.back().logits = true;
+  const std::size_t E = s.c.n_embd, last = rows.size() - 1;
+  std::vector<float> trace((s.c.n_layer + 1) * E);
+  logits.resize(s.c.n_vocab);
+  s.step(rows, logits.data(), [&](int layer) {
+    std::copy_n(s.x.data() + last * E, E, trace.data() + (layer + 1) * E);
+  });
+  return trace;
+}
+
+std::string CpuForward::backend_name() const { return std::string("CPU (") + quant::kernel_target_name() + ")"; }
 
 const ModelConfig& CpuForward::config() const { return state_->c; }
 uint32_t CpuForward::n_ctx() const { return state_->cache.n_ctx(); }

@@ -21,11 +21,15 @@ std::array<uint16_t, 65536> build_gelu_table() {
 
 }  // namespace
 
+const uint16_t* gelu_f16_table_data() {
+  static const std::array<uint16_t, 65536> table = build_gelu_table();
+  return table.data();
+}
+
 float gelu_f16_table(float x) {
   if (x <= -10.0f) return 0.0f;
   if (x >= 10.0f) return x;
-  static const std::array<uint16_t, 65536> table = build_gelu_table();
-  return quant::f16_to_f32(table[quant::f32_to_f16(x)]);
+  return quant::f16_to_f32(gelu_f16_table_data()[quant::f32_to_f16(x)]);
 }
 
 }  // namespace lamina::model::cpu

@@ -5,12 +5,40 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "lamina/model/architecture.h"
 
 namespace lamina::model::cpu {
+
+// Allocates without value-initializing: a workspace sized for the largest
+// batch or context then costs memory (resident pages) only where a step
+// actually writes, e.g. 64 of 512 batch rows. Every element is written
+// before it is read.
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using Workspace = std::vector<float, UninitializedAllocator<float>>;
 
 // out = x / sqrt(mean(x^2) + eps) * w, the scale in double: activations are
 // quantized right after a norm, and the closer to exact the fewer Q8
@@ -59,6 +87,9 @@ inline float gelu_tanh(float x) {
 // looked up in a table of f16 results (exact beyond |x| >= 10). Used with the
 // llama.cpp-compatible activation numerics.
 float gelu_f16_table(float x);
+// That table: 65536 f16 results indexed by the f16 bits of the input (valid
+// for -10 < x < 10; beyond, GELU is 0 or x).
+const uint16_t* gelu_f16_table_data();
 
 inline float softcap(float x, float cap) { return static_cast<float>(cap * std::tanh(double{x} / cap)); }
 

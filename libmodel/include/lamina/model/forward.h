@@ -1,10 +1,14 @@
-// The CPU forward pass: a batch of tokens (of one or several sequences)
-// through every layer, with the KV cache, producing logits where asked.
+// The forward pass: a batch of tokens (of one or several sequences) through
+// every layer, with the KV cache, producing logits where asked. Forward is
+// the interface the generation loop drives; CpuForward runs it on the CPU
+// (libquant kernels), the GPU implementation lives in gpu_forward.h.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "lamina/model/kv_cache.h"
 #include "lamina/model/model.h"
@@ -35,25 +39,52 @@ struct TokenInput {
   bool logits = false;
 };
 
-class CpuForward {
+class Forward {
  public:
-  CpuForward(const Model& model, const ForwardOptions& options);
-  ~CpuForward();
-  CpuForward(const CpuForward&) = delete;
-  CpuForward& operator=(const CpuForward&) = delete;
+  virtual ~Forward() = default;
 
   // Runs `batch` (tokens of a sequence must come in position order, and a
   // position's earlier positions must already be in the cache or earlier in
   // the batch). Returns the logits of the entries with `logits` set, in batch
   // order, [n_wanted x n_vocab]; valid until the next call.
   // A sequence's logits never depend on what else is in the batch.
-  std::span<const float> decode(std::span<const TokenInput> batch);
+  virtual std::span<const float> decode(std::span<const TokenInput> batch) = 0;
 
-  const ModelConfig& config() const;
-  uint32_t n_ctx() const;
-  uint32_t n_seq() const;
+  // The greedy choice (argmax, lowest id on ties) for each entry with
+  // `logits` set, in batch order. A GPU implementation returns only the ids.
+  virtual std::vector<int32_t> decode_greedy(std::span<const TokenInput> batch);
+
+  // The residual stream of the last token of `batch` after the embedding and
+  // after each layer, [(n_layer + 1) x n_embd], and that token's logits: for
+  // comparing implementations layer by layer. Writes the KV cache like decode.
+  virtual std::vector<float> trace_last_token(std::span<const TokenInput> batch, std::vector<float>& logits) = 0;
+
+  virtual const ModelConfig& config() const = 0;
+  virtual uint32_t n_ctx() const = 0;
+  virtual uint32_t n_seq() const = 0;
+  virtual std::size_t kv_cache_bytes() const = 0;
+  // Where it runs, for reports: "CPU (AVX3_DL)", "CUDA (NVIDIA H200)".
+  virtual std::string backend_name() const = 0;
+  // Device memory in use, for reports (empty on the CPU).
+  virtual std::string device_memory_report() const { return {}; }
+};
+
+class CpuForward final : public Forward {
+ public:
+  CpuForward(const Model& model, const ForwardOptions& options);
+  ~CpuForward() override;
+  CpuForward(const CpuForward&) = delete;
+  CpuForward& operator=(const CpuForward&) = delete;
+
+  std::span<const float> decode(std::span<const TokenInput> batch) override;
+  std::vector<float> trace_last_token(std::span<const TokenInput> batch, std::vector<float>& logits) override;
+
+  const ModelConfig& config() const override;
+  uint32_t n_ctx() const override;
+  uint32_t n_seq() const override;
   int n_threads() const;
-  std::size_t kv_cache_bytes() const;
+  std::size_t kv_cache_bytes() const override;
+  std::string backend_name() const override;
 
  private:
   struct State;

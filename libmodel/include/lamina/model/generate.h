@@ -42,7 +42,7 @@ std::string_view stop_reason_name(StopReason reason);
 using TextCallback = std::function<void(std::string_view)>;
 
 // Runs `prompt_ids` (positions from 0 in slot options.seq) and generates.
-GenerateResult generate(const Model& model, CpuForward& forward, const std::vector<int32_t>& prompt_ids,
+GenerateResult generate(const Model& model, Forward& forward, const std::vector<int32_t>& prompt_ids,
                         const GenerateOptions& options, const TextCallback& on_text = {});
 
 }  // namespace lamina::model

@@ -1,0 +1,80 @@
+// The GPU executor: a model's weights resident on one CUDA device in their
+// GGUF formats, a KV cache in f16, workspace sized once, and the forward
+// pass of a batch of tokens (prompt chunks and decode steps of several
+// sequences) as a sequence of kernels; decode steps replay a CUDA graph.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "lamina/cudaexec/device.h"
+#include "lamina/cudaexec/model_desc.h"
+
+namespace lamina::cudaexec {
+
+struct ExecutorOptions {
+  int device = 0;
+  uint32_t n_ctx = 4096;      // positions per sequence
+  uint32_t n_seq = 1;         // sequence slots in the KV cache
+  uint32_t max_batch = 512;   // tokens per internal step; larger batches are split
+  uint32_t max_logit_rows = 0;  // logits rows per internal step; 0: max(n_seq, 64)
+  bool use_graphs = true;     // replay decode steps as CUDA graphs (eager if false or if capture fails)
+};
+
+struct StepToken {
+  int32_t token = 0;
+  uint32_t pos = 0;   // position within its sequence
+  uint32_t seq = 0;   // KV cache slot
+  bool logits = false;
+};
+
+// Where the device memory went, in bytes.
+struct MemoryUse {
+  std::size_t weights = 0;
+  std::size_t kv_cache = 0;
+  std::size_t workspace = 0;
+};
+
+class Executor {
+ public:
+  // Uploads the weights and allocates everything. Throws CudaError when there
+  // is no such device, a tensor format has no kernel, or the model, cache and
+  // workspace do not fit in the device's free memory (naming the sizes).
+  Executor(const ModelDesc& model, const ExecutorOptions& options);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs `batch` (a sequence's tokens in position order) and copies the
+  // logits of the entries with `logits` set to `logits_out`, in batch order,
+  // [n_wanted x n_vocab]. A sequence's logits never depend on what else is in
+  // the batch.
+  void forward(std::span<const StepToken> batch, float* logits_out);
+
+  // Like forward, but returns only the argmax (lowest index among equal
+  // maxima) of each wanted row: one id per row crosses the bus.
+  void forward_argmax(std::span<const StepToken> batch, int32_t* ids_out);
+
+  // The hidden state (residual stream) after the embedding and after every
+  // layer for the last token of `batch`, [(n_layer + 1) x n_embd], then the
+  // logits of that token: for comparing against another implementation
+  // layer by layer. Runs eagerly; writes the KV cache like forward.
+  std::vector<float> trace_last_token(std::span<const StepToken> batch, std::vector<float>& logits_out);
+
+  const DeviceInfo& device() const;
+  MemoryUse memory_use() const;
+  uint32_t n_ctx() const;
+  uint32_t n_seq() const;
+  // CUDA graphs captured so far (one per decode batch shape).
+  std::size_t graphs_captured() const;
+  bool graphs_enabled() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lamina::cudaexec

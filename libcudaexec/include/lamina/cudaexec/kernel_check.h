@@ -1,0 +1,68 @@
+// Host entry points to single GPU kernels, for tests and benchmarks that
+// compare them with libquant's reference: host buffers in, host buffers out.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "lamina/quant/format.h"
+
+namespace lamina::cudaexec {
+
+// Quantizes n_rows rows of n_in f32 values into the activation format the
+// GPU pairs with `weight_format`; returns the rows' blocks back to back
+// (quant::row_bytes each), to compare with quant::quantize_row_ref.
+std::vector<uint8_t> check_quantize_activations(quant::QuantFormat weight_format, const float* x, uint32_t n_in,
+                                                uint32_t n_rows);
+
+// RMSNorm of n_rows rows of n values (times w[n], eps) on the GPU, in the
+// launch that also quantizes them for `weight_format` (the decode step's
+// norm before a matrix product). Fills `normed` with the f32 rows and
+// returns the quantized blocks as check_quantize_activations does; returns
+// an empty vector where that launch does not cover the format or length.
+std::vector<uint8_t> check_norm_quantize(quant::QuantFormat weight_format, const float* x, const float* w, float eps,
+                                         uint32_t n, uint32_t n_rows, std::vector<float>& normed);
+
+// y[r * n_out + o] = dot(weight row o, x row r) through the GPU matmul (with
+// the activations quantized on the GPU). Optional bias[n_out] and
+// residual[n_rows * n_out] (added in place: the kernel gets residual == y).
+std::vector<float> check_matmul(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in,
+                                const float* x, uint32_t n_rows, const float* bias = nullptr,
+                                const float* residual = nullptr);
+
+// One matrix of check_matmul_group.
+struct CheckMatrix {
+  quant::QuantFormat format = quant::QuantFormat::F32;
+  const void* w = nullptr;  // n_out rows of n_in values
+  uint32_t n_out = 0;
+  const float* bias = nullptr;  // optional, n_out
+};
+
+// The products of every matrix with the same x rows through ONE grouped
+// call (matrices of one activation format share one activation buffer);
+// result i is [n_rows x mats[i].n_out].
+std::vector<std::vector<float>> check_matmul_group(const std::vector<CheckMatrix>& mats, uint32_t n_in,
+                                                   const float* x, uint32_t n_rows);
+
+// Rows `ids` of w dequantized on the GPU, [ids.size() x n_cols].
+std::vector<float> check_gather_rows(quant::QuantFormat format, const void* w, uint32_t n_rows_w, uint32_t n_cols,
+                                     const std::vector<int32_t>& ids);
+
+// Timing of the matvec (one activation row) on device-resident copies of w
+// (rotated, together larger than the L2 cache): median microseconds per
+// launch over batches of back-to-back launches, `reps` launches in all,
+// after a warm-up.
+double time_matvec_us(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in, int reps);
+
+// Timing of matmul() with n_rows activation rows, as time_matvec_us; with
+// tensor_cores false the matvec kernels run even where matmul() would take
+// the tensor-core path (for comparison).
+double time_matmul_us(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in,
+                      uint32_t n_rows, int reps, bool tensor_cores = true);
+
+// Device-to-device copy bandwidth: bytes read plus bytes written per second
+// (GB/s) of cudaMemcpy over `bytes`, median of `reps`.
+double copy_bandwidth_gbs(std::size_t bytes, int reps);
+
+}  // namespace lamina::cudaexec

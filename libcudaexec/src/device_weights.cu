@@ -1,0 +1,109 @@
+#include "device_weights.h"
+
+#include <string>
+
+#include "matmul.h"
+
+namespace lamina::cudaexec::detail {
+namespace {
+
+// Visits every tensor of the model with the layout, copying when `upload`.
+class Placer {
+ public:
+  Placer(BumpLayout& layout, bool upload) : layout_(layout), upload_(upload) {}
+
+  DeviceMatrix matrix(const HostMatrix& m, const std::string& name) {
+    if (!m) return {};
+    const std::size_t bytes = quant::row_bytes(m.format, m.n_in) * m.n_out * m.n_expert;
+    std::byte* dst = layout_.take<std::byte>(bytes);
+    if (upload_) {
+      (void)activation_format(m.format);  // throws for a format without a kernel
+      copy(dst, m.data, bytes, name);
+    }
+    return {m.format, dst, m.n_in, m.n_out, m.n_expert};
+  }
+
+  const float* vector(const HostVector& v, const std::string& name) {
+    if (!v) return nullptr;
+    float* dst = layout_.take<float>(v.n);
+    if (upload_) copy(dst, v.data, v.n * sizeof(float), name);
+    return dst;
+  }
+
+ private:
+  void copy(void* dst, const void* src, std::size_t bytes, const std::string& name) {
+    const cudaError_t err = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+    if (err != cudaSuccess) throw CudaError("uploading " + name + " to the GPU failed: " + cudaGetErrorString(err));
+  }
+  BumpLayout& layout_;
+  bool upload_;
+};
+
+void place_all(const ModelDesc& model, Placer& p, DeviceWeights& w) {
+  w.token_embd = p.matrix(model.token_embd, "token_embd");
+  w.position_embd = p.matrix(model.position_embd, "position_embd");
+  w.output = model.output.data == model.token_embd.data ? w.token_embd : p.matrix(model.output, "output");
+  w.output_norm = p.vector(model.output_norm, "output_norm");
+  w.output_norm_bias = p.vector(model.output_norm_bias, "output_norm bias");
+  w.layers.resize(model.layers.size());
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    const LayerDesc& l = model.layers[i];
+    DeviceLayer& d = w.layers[i];
+    const std::string n = "blk." + std::to_string(i) + ".";
+    d.attn_norm = p.vector(l.attn_norm, n + "attn_norm");
+    d.attn_norm_bias = p.vector(l.attn_norm_bias, n + "attn_norm bias");
+    d.wq = p.matrix(l.wq, n + "attn_q");
+    d.wk = p.matrix(l.wk, n + "attn_k");
+    d.wv = p.matrix(l.wv, n + "attn_v");
+    d.wqkv = p.matrix(l.wqkv, n + "attn_qkv");
+    d.bq = p.vector(l.bq, n + "attn_q bias");
+    d.bk = p.vector(l.bk, n + "attn_k bias");
+    d.bv = p.vector(l.bv, n + "attn_v bias");
+    d.bqkv = p.vector(l.bqkv, n + "attn_qkv bias");
+    d.q_norm = p.vector(l.q_norm, n + "attn_q_norm");
+    d.k_norm = p.vector(l.k_norm, n + "attn_k_norm");
+    d.wo = p.matrix(l.wo, n + "attn_output");
+    d.bo = p.vector(l.bo, n + "attn_output bias");
+    d.post_attn_norm = p.vector(l.post_attn_norm, n + "post_attention_norm");
+    d.ffn_norm = p.vector(l.ffn_norm, n + "ffn_norm");
+    d.ffn_norm_bias = p.vector(l.ffn_norm_bias, n + "ffn_norm bias");
+    d.w_gate = p.matrix(l.w_gate, n + "ffn_gate");
+    d.w_up = p.matrix(l.w_up, n + "ffn_up");
+    d.w_down = p.matrix(l.w_down, n + "ffn_down");
+    d.b_up = p.vector(l.b_up, n + "ffn_up bias");
+    d.b_down = p.vector(l.b_down, n + "ffn_down bias");
+    d.post_ffn_norm = p.vector(l.post_ffn_norm, n + "post_ffw_norm");
+    d.router = p.matrix(l.router, n + "ffn_gate_inp");
+    d.gate_exps = p.matrix(l.gate_exps, n + "ffn_gate_exps");
+    d.up_exps = p.matrix(l.up_exps, n + "ffn_up_exps");
+    d.down_exps = p.matrix(l.down_exps, n + "ffn_down_exps");
+  }
+}
+
+}  // namespace
+
+DeviceMatrix DeviceMatrix::expert(uint32_t e) const {
+  DeviceMatrix m = *this;
+  m.n_expert = 1;
+  m.data = static_cast<const std::byte*>(data) + std::size_t{e} * n_out * quant::row_bytes(format, n_in);
+  return m;
+}
+
+std::size_t device_weight_bytes(const ModelDesc& model) {
+  BumpLayout layout;
+  Placer p(layout, false);
+  DeviceWeights w;
+  place_all(model, p, w);
+  return layout.size();
+}
+
+DeviceWeights upload_weights(const ModelDesc& model) {
+  DeviceWeights w;
+  w.storage = DeviceAllocation(device_weight_bytes(model), "the model weights");
+  BumpLayout layout(w.storage.get());
+  Placer p(layout, true);
+  place_all(model, p, w);
+  return w;
+}
+
+}  // namespace lamina::cudaexec::detail

@@ -1,0 +1,52 @@
+// The model's tensors resident on the device, reachable by index (no string
+// lookups per token), uploaded once in their GGUF formats.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "device_memory.h"
+#include "lamina/cudaexec/model_desc.h"
+
+namespace lamina::cudaexec::detail {
+
+struct DeviceMatrix {
+  quant::QuantFormat format = quant::QuantFormat::F32;
+  const void* data = nullptr;
+  uint32_t n_in = 0, n_out = 0;
+  uint32_t n_expert = 1;
+  explicit operator bool() const { return data != nullptr; }
+  // Matrix e of an expert tensor.
+  DeviceMatrix expert(uint32_t e) const;
+};
+
+struct DeviceLayer {
+  const float *attn_norm = nullptr, *attn_norm_bias = nullptr;
+  DeviceMatrix wq, wk, wv, wqkv;
+  const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bqkv = nullptr;
+  const float *q_norm = nullptr, *k_norm = nullptr;
+  DeviceMatrix wo;
+  const float* bo = nullptr;
+  const float* post_attn_norm = nullptr;
+  const float *ffn_norm = nullptr, *ffn_norm_bias = nullptr;
+  DeviceMatrix w_gate, w_up, w_down;
+  const float *b_up = nullptr, *b_down = nullptr;
+  const float* post_ffn_norm = nullptr;
+  DeviceMatrix router, gate_exps, up_exps, down_exps;
+};
+
+struct DeviceWeights {
+  DeviceMatrix token_embd, position_embd, output;
+  const float *output_norm = nullptr, *output_norm_bias = nullptr;
+  std::vector<DeviceLayer> layers;
+  DeviceAllocation storage;
+};
+
+// Bytes the model's tensors take on the device (with alignment).
+std::size_t device_weight_bytes(const ModelDesc& model);
+
+// Uploads every tensor. Throws CudaError when a matrix format has no GPU
+// kernel or the device is out of memory.
+DeviceWeights upload_weights(const ModelDesc& model);
+
+}  // namespace lamina::cudaexec::detail

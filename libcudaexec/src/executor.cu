@@ -1,0 +1,306 @@
+#include "lamina/cudaexec/executor.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "cuda_check.h"
+#include "device_memory.h"
+#include "device_weights.h"
+#include "forward_step.h"
+#include "ops.h"
+
+namespace lamina::cudaexec {
+
+using namespace detail;
+
+namespace {
+
+// Pinned host staging for the batch description and the results that come back.
+struct HostStaging {
+  int32_t* ids = nullptr;
+  uint32_t* pos = nullptr;
+  uint32_t* seq = nullptr;
+  int32_t* out_rows = nullptr;
+  int32_t* argmax = nullptr;
+  void* block = nullptr;
+
+  HostStaging(uint32_t rows, uint32_t logit_rows) {
+    const std::size_t bytes = (3 * std::size_t{rows} + 2 * logit_rows) * 4;
+    LAMINA_CUDA_CHECK(cudaMallocHost(&block, bytes));
+    auto* p = static_cast<uint32_t*>(block);
+    ids = reinterpret_cast<int32_t*>(p);
+    pos = p + rows;
+    seq = p + 2 * rows;
+    out_rows = reinterpret_cast<int32_t*>(p + 3 * rows);
+    argmax = out_rows + logit_rows;
+  }
+  ~HostStaging() {
+    if (block) (void)cudaFreeHost(block);
+  }
+  HostStaging(const HostStaging&) = delete;
+  HostStaging& operator=(const HostStaging&) = delete;
+};
+
+std::string mib(std::size_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
+
+}  // namespace
+
+struct Executor::Impl {
+  Impl(const ModelDesc& model, const ExecutorOptions& options);
+  ~Impl();
+
+  // Runs one internal step of at most max_rows rows and max_logit_rows
+  // logits rows; leaves logits (and argmax when asked) on the device.
+  uint32_t run_step(std::span<const StepToken> batch, bool want_argmax,
+                    const std::function<void(int)>* after_layer = nullptr);
+  // Splits `batch` into steps and calls consume(step logits rows, first output row) after each.
+  template <typename Consume>
+  void for_each_step(std::span<const StepToken> batch, bool want_argmax, Consume&& consume);
+  cudaGraphExec_t graph_for(uint32_t n);
+  void check_batch(std::span<const StepToken> batch) const;
+
+  ModelDesc model;
+  ExecutorOptions options;
+  DeviceInfo info;
+  StepSizes sizes;
+  cudaStream_t stream = nullptr;
+  DeviceWeights weights;
+  DeviceAllocation kv_storage;
+  KvView kv;
+  DeviceAllocation step_storage;
+  StepBuffers buffers;
+  std::unique_ptr<HostStaging> staging;
+  std::unique_ptr<ForwardStep> step;
+  std::map<uint32_t, cudaGraphExec_t> graphs;
+  bool graphs_ok = true;
+};
+
+Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), options(o) {
+  if (device_count() == 0) throw CudaError("no CUDA device is visible (the GPU path needs an NVIDIA GPU and driver)");
+  info = device_info(o.device);
+  if (info.cc_major < 8)
+    throw CudaError("GPU " + info.name + " has compute capability " + std::to_string(info.cc_major) + "." +
+                    std::to_string(info.cc_minor) + "; the kernels need 8.0 or newer");
+  LAMINA_CUDA_CHECK(cudaSetDevice(o.device));
+  if (o.n_ctx == 0 || o.n_seq == 0 || o.max_batch == 0)
+    throw CudaError("executor options: n_ctx, n_seq and max_batch must be positive");
+  if (m.n_head == 0 || m.n_head_kv == 0 || m.n_head % m.n_head_kv != 0)
+    throw CudaError("model: n_head must be a positive multiple of n_head_kv");
+
+  sizes.max_rows = o.max_batch;
+  sizes.max_logit_rows = std::min(o.max_batch, o.max_logit_rows ? o.max_logit_rows : std::max(o.n_seq, 64u));
+  sizes.max_chunks = (o.n_ctx + kAttentionChunk - 1) / kAttentionChunk;
+
+  // Everything is sized before anything is allocated, so a model that does
+  // not fit fails with one clear message.
+  const std::size_t weight_bytes = device_weight_bytes(m);
+  kv.n_layer = m.n_layer;
+  kv.n_ctx = o.n_ctx;
+  kv.k_dim = m.n_head_kv * m.head_dim_k;
+  kv.v_dim = m.n_head_kv * m.head_dim_v;
+  const std::size_t kv_elems = std::size_t{o.n_seq} * m.n_layer * o.n_ctx;
+  const std::size_t kv_bytes = kv_elems * (kv.k_dim + kv.v_dim) * sizeof(__half);
+  BumpLayout measure;
+  layout_step_buffers(m, sizes, measure);
+  const std::size_t step_bytes = measure.size();
+  const std::size_t need = weight_bytes + kv_bytes + step_bytes;
+  const std::size_t reserve = 256u << 20;  // CUDA context, graphs, kernels' own needs
+  if (need + reserve > info.free_bytes)
+    throw CudaError("the model does not fit on GPU " + std::to_string(o.device) + " (" + info.name + "): weights " +
+                    mib(weight_bytes) + " + KV cache " + mib(kv_bytes) + " (n_ctx " + std::to_string(o.n_ctx) +
+                    " x " + std::to_string(o.n_seq) + " seq) + workspace " + mib(step_bytes) + " = " + mib(need) +
+                    ", free " + mib(info.free_bytes) + "; try a smaller context");
+
+  LAMINA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  weights = upload_weights(m);
+  kv_storage = DeviceAllocation(kv_bytes, "the KV cache");
+  kv.k = static_cast<__half*>(kv_storage.get());
+  kv.v = kv.k + kv_elems * kv.k_dim;
+  step_storage = DeviceAllocation(step_bytes, "the workspace");
+  BumpLayout place(step_storage.get());
+  buffers = layout_step_buffers(m, sizes, place);
+  staging = std::make_unique<HostStaging>(sizes.max_rows, sizes.max_logit_rows);
+
+  if (m.rope != RopeKind::None) {
+    std::vector<double> inv_freq(m.rope_dims / 2);
+    for (uint32_t i = 0; i < inv_freq.size(); ++i) {
+      double f = m.rope_freq_scale * std::pow(static_cast<double>(m.rope_base), -2.0 * i / m.rope_dims);
+      if (m.rope_freqs) f /= m.rope_freqs.data[i];
+      inv_freq[i] = f;
+    }
+    LAMINA_CUDA_CHECK(
+        cudaMemcpy(buffers.inv_freq, inv_freq.data(), inv_freq.size() * sizeof(double), cudaMemcpyHostToDevice));
+  }
+  if (m.gelu_f16_table)
+    LAMINA_CUDA_CHECK(cudaMemcpy(buffers.gelu_table, m.gelu_f16_table, 65536 * 2, cudaMemcpyHostToDevice));
+  step = std::make_unique<ForwardStep>(model, weights, kv, buffers);
+  // A mixture of experts routes on the host between kernels: no graph.
+  graphs_ok = o.use_graphs && m.ffn != FfnKind::MoeGatedSilu;
+}
+
+Executor::Impl::~Impl() {
+  for (auto& [n, exec] : graphs) (void)cudaGraphExecDestroy(exec);
+  if (stream) (void)cudaStreamDestroy(stream);
+}
+
+void Executor::Impl::check_batch(std::span<const StepToken> batch) const {
+  for (const StepToken& t : batch) {
+    if (t.token < 0 || static_cast<uint32_t>(t.token) >= model.n_vocab)
+      throw CudaError("token id " + std::to_string(t.token) + " is outside the vocabulary (" +
+                      std::to_string(model.n_vocab) + ")");
+    if (t.pos >= options.n_ctx)
+      throw CudaError("position " + std::to_string(t.pos) + " is past the context size " +
+                      std::to_string(options.n_ctx));
+    if (t.seq >= options.n_seq)
+      throw CudaError("sequence " + std::to_string(t.seq) + " has no KV cache slot (" + std::to_string(options.n_seq) +
+                      " slots)");
+    if (model.position_embd && t.pos >= model.position_embd.n_out)
+      throw CudaError("position " + std::to_string(t.pos) + " is past the learned positions (" +
+                      std::to_string(model.position_embd.n_out) + ")");
+  }
+}
+
+// One graph per decode batch size: rows 0..n-1, all wanting logits, attention
+// over every chunk of the context (empty chunks cost one early exit).
+cudaGraphExec_t Executor::Impl::graph_for(uint32_t n) {
+  if (auto it = graphs.find(n); it != graphs.end()) return it->second;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  LAMINA_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    step->enqueue(n, n, sizes.max_chunks, stream);
+  } catch (...) {
+    (void)cudaStreamEndCapture(stream, &graph);
+    if (graph) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    graphs_ok = false;
+    return nullptr;
+  }
+  if (cudaStreamEndCapture(stream, &graph) != cudaSuccess || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (graph) (void)cudaGraphDestroy(graph);
+    graphs_ok = false;  // eager from now on
+    return nullptr;
+  }
+  (void)cudaGraphDestroy(graph);
+  graphs.emplace(n, exec);
+  return exec;
+}
+
+uint32_t Executor::Impl::run_step(std::span<const StepToken> batch, bool want_argmax,
+                                  const std::function<void(int)>* after_layer) {
+  const auto n = static_cast<uint32_t>(batch.size());
+  uint32_t n_out = 0;
+  uint32_t max_pos = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    staging->ids[i] = batch[i].token;
+    staging->pos[i] = batch[i].pos;
+    staging->seq[i] = batch[i].seq;
+    max_pos = std::max(max_pos, batch[i].pos);
+    if (batch[i].logits) staging->out_rows[n_out++] = static_cast<int32_t>(i);
+  }
+  const std::size_t rows_bytes = std::size_t{sizes.max_rows} * 4;
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(buffers.ids, staging->ids, 3 * rows_bytes, cudaMemcpyHostToDevice, stream));
+  LAMINA_CUDA_CHECK(
+      cudaMemcpyAsync(buffers.out_rows, staging->out_rows, n_out * 4, cudaMemcpyHostToDevice, stream));
+
+  const bool decode_shape = n <= options.n_seq && n_out == n && after_layer == nullptr;
+  cudaGraphExec_t exec = graphs_ok && decode_shape ? graph_for(n) : nullptr;
+  if (exec) {
+    LAMINA_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  } else {
+    const uint32_t n_chunks = max_pos / kAttentionChunk + 1;
+    step->enqueue(n, n_out, n_chunks, stream, after_layer);
+  }
+  if (want_argmax && n_out > 0) argmax_rows(buffers.logits, model.n_vocab, n_out, buffers.argmax, stream);
+  return n_out;
+}
+
+template <typename Consume>
+void Executor::Impl::for_each_step(std::span<const StepToken> batch, bool want_argmax, Consume&& consume) {
+  check_batch(batch);
+  std::size_t start = 0, out_row = 0;
+  while (start < batch.size()) {
+    // As many rows as fit, with at most max_logit_rows of them wanting logits.
+    std::size_t end = start;
+    uint32_t n_logits = 0;
+    while (end < batch.size() && end - start < sizes.max_rows) {
+      if (batch[end].logits) {
+        if (n_logits == sizes.max_logit_rows) break;
+        ++n_logits;
+      }
+      ++end;
+    }
+    const uint32_t n_out = run_step(batch.subspan(start, end - start), want_argmax);
+    consume(n_out, out_row);
+    out_row += n_out;
+    start = end;
+  }
+}
+
+Executor::Executor(const ModelDesc& model, const ExecutorOptions& options)
+    : impl_(std::make_unique<Impl>(model, options)) {}
+
+Executor::~Executor() = default;
+
+void Executor::forward(std::span<const StepToken> batch, float* logits_out) {
+  Impl& s = *impl_;
+  const std::size_t V = s.model.n_vocab;
+  s.for_each_step(batch, false, [&](uint32_t n_out, std::size_t first) {
+    if (n_out > 0)
+      LAMINA_CUDA_CHECK(cudaMemcpyAsync(logits_out + first * V, s.buffers.logits, n_out * V * sizeof(float),
+                                        cudaMemcpyDeviceToHost, s.stream));
+    LAMINA_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  });
+}
+
+void Executor::forward_argmax(std::span<const StepToken> batch, int32_t* ids_out) {
+  Impl& s = *impl_;
+  s.for_each_step(batch, true, [&](uint32_t n_out, std::size_t first) {
+    if (n_out > 0)
+      LAMINA_CUDA_CHECK(cudaMemcpyAsync(s.staging->argmax, s.buffers.argmax, n_out * sizeof(int32_t),
+                                        cudaMemcpyDeviceToHost, s.stream));
+    LAMINA_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    std::copy(s.staging->argmax, s.staging->argmax + n_out, ids_out + first);
+  });
+}
+
+std::vector<float> Executor::trace_last_token(std::span<const StepToken> batch, std::vector<float>& logits_out) {
+  Impl& s = *impl_;
+  if (batch.empty()) throw CudaError("trace_last_token: empty batch");
+  if (batch.size() > s.sizes.max_rows) throw CudaError("trace_last_token: batch larger than max_batch");
+  s.check_batch(batch);
+  std::vector<StepToken> rows(batch.begin(), batch.end());
+  for (auto& t : rows) t.logits = false;
+  rows.back().logits = true;
+  const std::size_t E = s.model.n_embd;
+  const std::size_t last = rows.size() - 1;
+  std::vector<float> trace((s.model.n_layer + 1) * E);
+  const std::function<void(int)> after = [&](int layer) {
+    LAMINA_CUDA_CHECK(cudaMemcpyAsync(trace.data() + (layer + 1) * E, s.buffers.x + last * E, E * sizeof(float),
+                                      cudaMemcpyDeviceToHost, s.stream));
+  };
+  s.run_step(rows, false, &after);
+  logits_out.resize(s.model.n_vocab);
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(logits_out.data(), s.buffers.logits, logits_out.size() * sizeof(float),
+                                    cudaMemcpyDeviceToHost, s.stream));
+  LAMINA_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  return trace;
+}
+
+const DeviceInfo& Executor::device() const { return impl_->info; }
+
+MemoryUse Executor::memory_use() const {
+  return {impl_->weights.storage.bytes(), impl_->kv_storage.bytes(), impl_->step_storage.bytes()};
+}
+
+uint32_t Executor::n_ctx() const { return impl_->options.n_ctx; }
+uint32_t Executor::n_seq() const { return impl_->options.n_seq; }
+std::size_t Executor::graphs_captured() const { return impl_->graphs.size(); }
+bool Executor::graphs_enabled() const { return impl_->graphs_ok; }
+
+}  // namespace lamina::cudaexec

@@ -1,0 +1,282 @@
+// The decode step reads like the model: per layer
+//   x += attention(norm(x));  x += ffn(norm(x))
+// with the kernels behind names that say what they compute.
+#include "forward_step.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "matmul.h"
+
+namespace lamina::cudaexec::detail {
+namespace {
+
+uint32_t q_dim(const ModelDesc& m) { return m.n_head * m.head_dim_k; }
+uint32_t k_dim(const ModelDesc& m) { return m.n_head_kv * m.head_dim_k; }
+uint32_t v_dim(const ModelDesc& m) { return m.n_head_kv * m.head_dim_v; }
+uint32_t qkv_dim(const ModelDesc& m) { return q_dim(m) + k_dim(m) + v_dim(m); }
+bool fused_gate_up(const ModelDesc& m) {
+  return (m.ffn == FfnKind::GatedSilu || m.ffn == FfnKind::GatedGelu) && !m.layers.empty() && !m.layers[0].w_gate;
+}
+uint32_t ff_width(const ModelDesc& m) { return std::max(m.n_ff, m.n_ff_expert); }
+uint32_t gate_width(const ModelDesc& m) { return fused_gate_up(m) ? 2 * m.n_ff : ff_width(m); }
+
+AttentionShape attention_shape(const ModelDesc& m, const LayerDesc& l) {
+  return {m.n_head, m.n_head_kv, m.head_dim_k, m.head_dim_v, m.attn_scale, m.attn_softcap, l.sliding_window};
+}
+
+}  // namespace
+
+StepBuffers layout_step_buffers(const ModelDesc& m, const StepSizes& s, BumpLayout& layout) {
+  StepBuffers b;
+  const std::size_t R = s.max_rows, L = s.max_logit_rows;
+  // ids, positions and slots back to back: one copy brings a batch over.
+  uint32_t* meta = layout.take<uint32_t>(3 * R);
+  b.ids = reinterpret_cast<int32_t*>(meta);
+  b.pos = meta ? meta + R : nullptr;
+  b.seq = meta ? meta + 2 * R : nullptr;
+  b.out_rows = layout.take<int32_t>(L);
+  b.argmax = layout.take<int32_t>(L);
+  b.x = layout.take<float>(R * m.n_embd);
+  b.h = layout.take<float>(R * m.n_embd);
+  b.qkv = layout.take<float>(R * qkv_dim(m));
+  b.attn_out = layout.take<float>(R * m.n_head * m.head_dim_v);
+  b.proj = layout.take<float>(R * m.n_embd);
+  b.gate = layout.take<float>(R * gate_width(m));
+  b.up = layout.take<float>(R * ff_width(m));
+  b.logits = layout.take<float>(L * m.n_vocab);
+  AttentionShape shape{m.n_head, m.n_head_kv, m.head_dim_k, m.head_dim_v};
+  b.attention = layout.take<float>(attention_workspace_floats(shape, s.max_rows, s.max_chunks));
+  // The widest activation row: f32 (the float formats) is the largest layout.
+  const uint32_t max_in = std::max({m.n_embd, m.n_ff, m.n_head * m.head_dim_v});
+  const std::size_t act_bytes = R * activation_row_stride(quant::QuantFormat::F32, max_in);
+  b.act[0] = layout.take<std::byte>(act_bytes);
+  b.act[1] = layout.take<std::byte>(act_bytes);
+  b.inv_freq = layout.take<double>(std::max<uint32_t>(1, m.rope_dims / 2));
+  b.gelu_table = m.gelu_f16_table ? layout.take<uint16_t>(65536) : nullptr;
+  if (m.n_expert > 0) {
+    const std::size_t K = m.n_expert_used;
+    b.moe_logits = layout.take<float>(R * m.n_expert);
+    b.moe_in = layout.take<float>(R * m.n_embd);
+    b.moe_down = layout.take<float>(R * m.n_embd);
+    b.moe_out = layout.take<float>(R * K * m.n_embd);
+    b.moe_weights = layout.take<float>(R * K);
+    b.moe_rows = layout.take<int32_t>(R * K);
+    b.moe_slots = layout.take<int32_t>(R * K);
+  }
+  return b;
+}
+
+ForwardStep::ForwardStep(const ModelDesc& model, const DeviceWeights& weights, const KvView& kv,
+                         const StepBuffers& buffers)
+    : m_(model), w_(weights), kv_(kv), b_(buffers) {}
+
+void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
+  const DeviceLayer& l = w_.layers[layer];
+  const uint32_t E = m_.n_expert, K = m_.n_expert_used, D = m_.n_embd, F = m_.n_ff_expert;
+  linear(l.router, b_.h, n, b_.moe_logits, E, nullptr, nullptr, stream);
+  // Sized on first use for the largest batch seen; no allocation afterwards.
+  const std::size_t NK = std::size_t{n} * K;
+  if (host_router_logits_.size() < std::size_t{n} * E) host_router_logits_.resize(std::size_t{n} * E);
+  if (host_rows_.size() < NK) {
+    host_rows_.resize(NK);
+    host_slots_.resize(NK);
+    host_weights_.resize(NK);
+    host_chosen_.resize(NK);
+    host_chosen_w_.resize(NK);
+  }
+  order_.resize(E);
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(host_router_logits_.data(), b_.moe_logits, std::size_t{n} * E * sizeof(float),
+                                    cudaMemcpyDeviceToHost, stream));
+  LAMINA_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  // Softmax over the experts, the K most probable (lower id on ties), their
+  // probabilities renormalized: as the CPU path, in double.
+  for (uint32_t t = 0; t < n; ++t) {
+    const float* logits = host_router_logits_.data() + std::size_t{t} * E;
+    const float max_logit = *std::max_element(logits, logits + E);
+    double sum = 0.0;
+    for (uint32_t e = 0; e < E; ++e) sum += std::exp(static_cast<double>(logits[e] - max_logit));
+    for (uint32_t e = 0; e < E; ++e) order_[e] = e;
+    std::partial_sort(order_.begin(), order_.begin() + K, order_.end(), [&](uint32_t a, uint32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    double chosen_sum = 0.0;
+    for (uint32_t r = 0; r < K; ++r) {
+      const double p = std::exp(static_cast<double>(logits[order_[r]] - max_logit)) / sum;
+      host_chosen_[t * K + r] = static_cast<int32_t>(order_[r]);
+      host_chosen_w_[t * K + r] = static_cast<float>(p);
+      chosen_sum += p;
+    }
+    for (uint32_t r = 0; r < K; ++r)
+      host_chosen_w_[t * K + r] = static_cast<float>(host_chosen_w_[t * K + r] / chosen_sum);
+  }
+  // Rows grouped by expert: which batch row, which output slot, which weight.
+  std::size_t count = 0;
+  uint32_t first[256 + 1];
+  const uint32_t n_groups = std::min<uint32_t>(E, 256);
+  if (E > 256) throw CudaError("mixtures of more than 256 experts are not supported on the GPU");
+  for (uint32_t e = 0; e < n_groups; ++e) {
+    first[e] = static_cast<uint32_t>(count);
+    for (uint32_t t = 0; t < n; ++t)
+      for (uint32_t r = 0; r < K; ++r)
+        if (host_chosen_[t * K + r] == static_cast<int32_t>(e)) {
+          host_rows_[count] = static_cast<int32_t>(t);
+          host_slots_[count] = static_cast<int32_t>(t * K + r);
+          host_weights_[count] = host_chosen_w_[t * K + r];
+          ++count;
+        }
+  }
+  first[n_groups] = static_cast<uint32_t>(count);
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(b_.moe_rows, host_rows_.data(), count * 4, cudaMemcpyHostToDevice, stream));
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(b_.moe_slots, host_slots_.data(), count * 4, cudaMemcpyHostToDevice, stream));
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(b_.moe_weights, host_weights_.data(), count * 4, cudaMemcpyHostToDevice, stream));
+  // The host vectors must stay untouched until the copies are done.
+  LAMINA_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  for (uint32_t e = 0; e < n_groups; ++e) {
+    const uint32_t m = first[e + 1] - first[e];
+    if (m == 0) continue;
+    copy_rows(b_.h, D, b_.moe_rows + first[e], D, m, b_.moe_in, D, stream);
+    forget_activations();
+    linear(l.gate_exps.expert(e), b_.moe_in, m, b_.gate, F, nullptr, nullptr, stream);
+    linear(l.up_exps.expert(e), b_.moe_in, m, b_.up, F, nullptr, nullptr, stream);
+    gated_activation(FfnKind::GatedSilu, b_.gate, b_.up, F, F, m, nullptr, b_.gate, F, stream);
+    forget_activations();
+    linear(l.down_exps.expert(e), b_.gate, m, b_.moe_down, D, nullptr, nullptr, stream);
+    scatter_scaled_rows(b_.moe_down, D, b_.moe_slots + first[e], b_.moe_weights + first[e], D, m, b_.moe_out, D,
+                        stream);
+  }
+  forget_activations();
+  sum_row_groups(b_.moe_out, K, D, n, b_.proj, D, stream);
+}
+
+void ForwardStep::linear(const DeviceMatrix& w, const float* x, uint32_t n, float* y, std::size_t y_stride,
+                         const float* bias, const float* residual, cudaStream_t stream) {
+  const quant::QuantFormat f = activation_format(w.format);
+  int slot = -1;
+  for (int i = 0; i < 2; ++i)
+    if (slots_[i].src == x && slots_[i].format == f) slot = i;
+  if (slot < 0) {
+    slot = static_cast<int>(next_slot_);
+    next_slot_ ^= 1u;
+    quantize_activations(f, x, w.n_in, w.n_in, n, b_.act[slot], stream);
+    slots_[slot] = {x, f};
+  }
+  MatmulArgs a;
+  a.format = w.format;
+  a.w = w.data;
+  a.n_in = w.n_in;
+  a.n_out = w.n_out;
+  a.act = b_.act[slot];
+  a.n_rows = n;
+  a.y = y;
+  a.y_stride = y_stride;
+  a.bias = bias;
+  a.residual = residual;
+  matmul(a, stream);
+}
+
+void ForwardStep::norm_input(const DeviceMatrix& next, const float* w, const float* b, const int32_t* rows, uint32_t n,
+                             cudaStream_t stream) {
+  const uint32_t E = m_.n_embd;
+  forget_activations();
+  const quant::QuantFormat f = activation_format(next.format);
+  const uint32_t slot = next_slot_;
+  if (next.n_in == E &&
+      norm_rows_quantized(m_.norm, b_.x, E, rows, w, b, m_.norm_eps, E, n, b_.h, E, f, b_.act[slot], stream)) {
+    next_slot_ ^= 1u;
+    slots_[slot] = {b_.h, f};
+    return;
+  }
+  norm_rows(m_.norm, b_.x, E, rows, w, b, m_.norm_eps, E, n, b_.h, E, false, stream);
+}
+
+void ForwardStep::attention_block(uint32_t layer, uint32_t n, uint32_t n_chunks, cudaStream_t stream) {
+  const DeviceLayer& l = w_.layers[layer];
+  const uint32_t E = m_.n_embd, F = qkv_dim(m_), qd = q_dim(m_), kd = k_dim(m_);
+  norm_input(l.wqkv ? l.wqkv : l.wq, l.attn_norm, l.attn_norm_bias, nullptr, n, stream);
+  float* q = b_.qkv;
+  float* k = b_.qkv + qd;
+  float* v = b_.qkv + qd + kd;
+  if (l.wqkv) {
+    linear(l.wqkv, b_.h, n, q, F, l.bqkv, nullptr, stream);
+  } else {
+    linear(l.wq, b_.h, n, q, F, l.bq, nullptr, stream);
+    linear(l.wk, b_.h, n, k, F, l.bk, nullptr, stream);
+    linear(l.wv, b_.h, n, v, F, l.bv, nullptr, stream);
+  }
+  const QkvShape shape{m_.n_head, m_.n_head_kv, m_.head_dim_k, m_.head_dim_v, m_.rope_dims, m_.rope, m_.norm_eps};
+  prepare_qkv(shape, q, k, v, F, n, l.q_norm, l.k_norm, b_.inv_freq, b_.pos, b_.seq, kv_, layer, stream);
+
+  const std::size_t out_stride = std::size_t{m_.n_head} * m_.head_dim_v;
+  attention(attention_shape(m_, m_.layers[layer]), kv_, layer, q, F, b_.seq, b_.pos, n, n_chunks, b_.attention,
+            b_.attn_out, out_stride, stream);
+  forget_activations();
+  if (l.post_attn_norm) {
+    linear(l.wo, b_.attn_out, n, b_.proj, E, l.bo, nullptr, stream);
+    norm_rows(NormKind::Rms, b_.proj, E, nullptr, l.post_attn_norm, nullptr, m_.norm_eps, E, n, b_.x, E, true,
+              stream);
+  } else {
+    linear(l.wo, b_.attn_out, n, b_.x, E, l.bo, b_.x, stream);
+  }
+}
+
+void ForwardStep::ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream) {
+  const DeviceLayer& l = w_.layers[layer];
+  const uint32_t E = m_.n_embd, ff = m_.n_ff;
+  const DeviceMatrix& first = m_.ffn == FfnKind::MoeGatedSilu ? l.router : l.w_gate ? l.w_gate : l.w_up;
+  norm_input(first, l.ffn_norm, l.ffn_norm_bias, nullptr, n, stream);
+  float* hidden = b_.gate;  // the input of the down projection, [n x ff]
+  if (m_.ffn == FfnKind::MoeGatedSilu) {
+    moe_ffn(layer, n, stream);
+    add_rows(b_.x, E, b_.proj, E, E, n, stream);
+    return;
+  }
+  if (m_.ffn == FfnKind::Gelu) {
+    linear(l.w_up, b_.h, n, b_.up, ff, l.b_up, nullptr, stream);
+    gated_activation(m_.ffn, b_.up, nullptr, ff, ff, n, b_.gelu_table, hidden, ff, stream);
+  } else if (!l.w_gate) {
+    // One product gives [gate; up] per row.
+    const uint32_t width = 2 * ff;
+    linear(l.w_up, b_.h, n, b_.gate, width, nullptr, nullptr, stream);
+    gated_activation(m_.ffn, b_.gate, b_.gate + ff, width, ff, n, b_.gelu_table, b_.up, ff, stream);
+    hidden = b_.up;
+  } else {
+    linear(l.w_gate, b_.h, n, b_.gate, ff, nullptr, nullptr, stream);
+    linear(l.w_up, b_.h, n, b_.up, ff, nullptr, nullptr, stream);
+    gated_activation(m_.ffn, b_.gate, b_.up, ff, ff, n, b_.gelu_table, b_.gate, ff, stream);
+  }
+  forget_activations();
+  if (l.post_ffn_norm) {
+    linear(l.w_down, hidden, n, b_.proj, E, l.b_down, nullptr, stream);
+    norm_rows(NormKind::Rms, b_.proj, E, nullptr, l.post_ffn_norm, nullptr, m_.norm_eps, E, n, b_.x, E, true,
+              stream);
+  } else {
+    linear(l.w_down, hidden, n, b_.x, E, l.b_down, b_.x, stream);
+  }
+}
+
+void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, uint32_t n_chunks, cudaStream_t stream,
+                          const std::function<void(int)>* after_layer) {
+  const uint32_t E = m_.n_embd;
+  forget_activations();
+  gather_rows(w_.token_embd.format, w_.token_embd.data, E, b_.ids, n, m_.embed_scale, b_.x, stream);
+  if (w_.position_embd) {
+    gather_rows(w_.position_embd.format, w_.position_embd.data, E, reinterpret_cast<const int32_t*>(b_.pos), n,
+                1.0f, b_.h, stream);
+    add_rows(b_.x, E, b_.h, E, E, n, stream);
+  }
+  if (after_layer) (*after_layer)(-1);
+  for (uint32_t layer = 0; layer < m_.n_layer; ++layer) {
+    attention_block(layer, n, n_chunks, stream);
+    ffn_block(layer, n, stream);
+    if (after_layer) (*after_layer)(static_cast<int>(layer));
+  }
+  if (n_logit_rows == 0) return;
+  norm_input(w_.output, w_.output_norm, w_.output_norm_bias, b_.out_rows, n_logit_rows, stream);
+  linear(w_.output, b_.h, n_logit_rows, b_.logits, m_.n_vocab, nullptr, nullptr, stream);
+  if (m_.final_softcap > 0.0f) softcap(b_.logits, std::size_t{n_logit_rows} * m_.n_vocab, m_.final_softcap, stream);
+}
+
+}  // namespace lamina::cudaexec::detail

@@ -1,0 +1,91 @@
+// One forward step of a batch on the device: the launch sequence of every
+// layer, reading the batch (ids, positions, slots) from device memory so the
+// same launches serve any position (and can be captured as a CUDA graph).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "attention.h"
+#include "device_memory.h"
+#include "device_weights.h"
+#include "lamina/cudaexec/model_desc.h"
+#include "ops.h"
+
+namespace lamina::cudaexec::detail {
+
+// Device buffers of one step, sized once for (max rows, max logits rows).
+struct StepBuffers {
+  int32_t* ids = nullptr;       // [rows] token ids
+  uint32_t* pos = nullptr;      // [rows]
+  uint32_t* seq = nullptr;      // [rows]
+  int32_t* out_rows = nullptr;  // [logit rows] batch rows that want logits
+  int32_t* argmax = nullptr;    // [logit rows]
+  float *x = nullptr, *h = nullptr, *qkv = nullptr, *attn_out = nullptr, *proj = nullptr;
+  float *gate = nullptr, *up = nullptr, *logits = nullptr, *attention = nullptr;
+  void* act[2] = {nullptr, nullptr};  // quantized activations, two formats at once
+  double* inv_freq = nullptr;
+  uint16_t* gelu_table = nullptr;
+  // Mixtures of experts: router logits, the rows routed to each expert, their
+  // output slots and weights, and the experts' inputs and outputs.
+  float *moe_logits = nullptr, *moe_in = nullptr, *moe_down = nullptr, *moe_out = nullptr, *moe_weights = nullptr;
+  int32_t *moe_rows = nullptr, *moe_slots = nullptr;
+};
+
+struct StepSizes {
+  uint32_t max_rows = 0;
+  uint32_t max_logit_rows = 0;
+  uint32_t max_chunks = 0;  // attention chunks covering n_ctx
+};
+
+// Lays out the buffers in `layout` (pass a null-based layout to measure).
+StepBuffers layout_step_buffers(const ModelDesc& model, const StepSizes& sizes, BumpLayout& layout);
+
+class ForwardStep {
+ public:
+  ForwardStep(const ModelDesc& model, const DeviceWeights& weights, const KvView& kv, const StepBuffers& buffers);
+
+  // Enqueues the step for n rows (ids/pos/seq/out_rows already on the
+  // device), n_logit_rows of them wanting logits, attention over n_chunks
+  // chunks. after_layer(i) runs on the host after enqueuing layer i (-1: the
+  // embedding), for tracing.
+  void enqueue(uint32_t n, uint32_t n_logit_rows, uint32_t n_chunks, cudaStream_t stream,
+               const std::function<void(int)>* after_layer = nullptr);
+
+ private:
+  // y = W x (+ bias) (+ residual), x quantized once per format and source.
+  void linear(const DeviceMatrix& w, const float* x, uint32_t n, float* y, std::size_t y_stride, const float* bias,
+              const float* residual, cudaStream_t stream);
+  // h = norm(x rows) for n rows (x row rows[r] when rows is given), in the
+  // same launch quantized for `next`, the matrix that reads h first.
+  void norm_input(const DeviceMatrix& next, const float* w, const float* b, const int32_t* rows, uint32_t n,
+                  cudaStream_t stream);
+  void attention_block(uint32_t layer, uint32_t n, uint32_t n_chunks, cudaStream_t stream);
+  void ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream);
+  // The routed FFN of a mixture of experts into b_.proj. The routing is
+  // decided on the host (as the CPU path does it), so this step cannot be
+  // captured as a graph.
+  void moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream);
+
+  const ModelDesc& m_;
+  const DeviceWeights& w_;
+  KvView kv_;
+  StepBuffers b_;
+  // Which (source, format) each activation slot holds; reset when the source changes.
+  struct ActSlot {
+    const float* src = nullptr;
+    quant::QuantFormat format = quant::QuantFormat::F32;
+  } slots_[2];
+  uint32_t next_slot_ = 0;
+  // Host copies for the routing, sized once.
+  std::vector<float> host_router_logits_, host_weights_;
+  std::vector<int32_t> host_rows_, host_slots_, host_chosen_;
+  std::vector<float> host_chosen_w_;
+  std::vector<uint32_t> order_;
+  void forget_activations() { slots_[0] = slots_[1] = ActSlot{}; }
+};
+
+}  // namespace lamina::cudaexec::detail

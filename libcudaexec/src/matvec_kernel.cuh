@@ -1,0 +1,161 @@
+// The shape shared by every weight format's matrix product: one warp per
+// output row, its lanes striding over the row's work units (a block, or a
+// fixed part of a 256-value super-block), each unit's weights decoded once and
+// dotted with up to kRowTile activation rows. Lane sums meet in a fixed
+// shuffle tree.
+//
+// Batch invariance: a lane's units, the order it adds them in and the tree
+// do not depend on how many activation rows a launch handles, and every
+// floating-point step is an explicit _rn intrinsic, so the compiler cannot
+// contract differently in the 1-row and the tiled instantiation.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "activation_layout.h"
+#include "block_decode.cuh"
+#include "cuda_check.h"
+#include "launch.cuh"
+#include "matmul.h"
+
+namespace lamina::cudaexec::detail {
+
+inline constexpr int kMatvecWarps = 4;  // output rows per thread block
+inline constexpr int kRowTile = 8;      // activation rows per weight pass
+
+// Activation rows r0.. of one launch tile, in the layout of activation_layout.h.
+struct ActRows {
+  const uint8_t* base = nullptr;
+  std::size_t stride = 0;
+  uint32_t qs_offset = 0;
+  uint32_t scale_offset = 0;
+  uint32_t sum_offset = 0;
+
+  __device__ const uint8_t* row(int r) const { return base + static_cast<std::size_t>(r) * stride; }
+  // int8 values i .. i + 15 of row r (i a multiple of 16).
+  __device__ int4 qs16(int r, uint32_t i) const { return load_act16(row(r) + qs_offset + i); }
+  __device__ float scale(int r, uint32_t block) const {
+    return reinterpret_cast<const float*>(row(r) + scale_offset)[block];
+  }
+  __device__ int sum(int r, uint32_t group) const {
+    return reinterpret_cast<const int*>(row(r) + sum_offset)[group];
+  }
+  // f32 values i .. i + 3 of an F32 row (i a multiple of 4).
+  __device__ float4 f32x4(int r, uint32_t i) const {
+    return reinterpret_cast<const float4*>(row(r))[i / 4];
+  }
+  __device__ float f32(int r, uint32_t i) const { return reinterpret_cast<const float*>(row(r))[i]; }
+};
+
+struct MatvecParams {
+  const uint8_t* w = nullptr;
+  std::size_t w_row_bytes = 0;
+  uint32_t n_out = 0;
+  uint32_t n_units = 0;  // work units per weight row
+  ActRows act;           // rows from 0
+  uint32_t n_rows = 0;
+  float* y = nullptr;
+  std::size_t y_stride = 0;
+  const float* bias = nullptr;
+  const float* residual = nullptr;
+};
+
+// acc + w * d_w * d_a, the scaling of one unit's exact integer sum.
+__device__ __forceinline__ float add_scaled(float acc, int isum, float dw, float da) {
+  return __fadd_rn(acc, __fmul_rn(__int2float_rn(isum), __fmul_rn(dw, da)));
+}
+// acc + (isum * d_w - msum * dmin_w) * d_a for the formats with minima.
+__device__ __forceinline__ float add_scaled_mins(float acc, int isum, float dw, int msum, float dmin, float da) {
+  const float mins = __fmul_rn(__int2float_rn(msum), __fmul_rn(dmin, da));
+  return __fadd_rn(acc, __fsub_rn(__fmul_rn(__int2float_rn(isum), __fmul_rn(dw, da)), mins));
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xFFFFFFFFu, v, offset));
+  return v;
+}
+
+// K: a format's unit kernel, with
+//   static void accumulate<R>(const uint8_t* wrow, uint32_t unit, const ActRows&, int nr, float (&acc)[R])
+// adding the unit's contribution for activation rows 0 .. nr - 1 (nr <= R).
+template <class K, int R>
+__global__ void __launch_bounds__(kMatvecWarps * 32) matvec_kernel(const MatvecParams p) {
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const uint32_t o = blockIdx.x * kMatvecWarps + (threadIdx.x >> 5);
+  if (o >= p.n_out) return;
+  const uint32_t r0 = blockIdx.y * R;
+  const int nr = static_cast<int>(min(static_cast<uint32_t>(R), p.n_rows - r0));
+  const uint8_t* wrow = p.w + static_cast<std::size_t>(o) * p.w_row_bytes;
+  // No kernel writes the weights: their fetch into L2 starts while the
+  // previous kernel (the activations' producer) is still running.
+  for (std::size_t at = static_cast<std::size_t>(lane) * 128; at < p.w_row_bytes; at += 32 * 128) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(wrow + at));
+  }
+  enter_dependent_kernel();
+  ActRows act = p.act;
+  act.base += static_cast<std::size_t>(r0) * act.stride;
+
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+#pragma unroll 4
+  for (uint32_t u = static_cast<uint32_t>(lane); u < p.n_units; u += 32) K::template accumulate<R>(wrow, u, act, nr, acc);
+
+#pragma unroll
+  for (int r = 0; r < R; ++r) acc[r] = warp_sum(acc[r]);
+  if (lane != 0) return;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (r < nr) {
+      const std::size_t at = static_cast<std::size_t>(r0 + r) * p.y_stride + o;
+      float v = acc[r];
+      if (p.bias != nullptr) v = __fadd_rn(v, p.bias[o]);
+      if (p.residual != nullptr) v = __fadd_rn(v, p.residual[at]);
+      p.y[at] = v;
+    }
+  }
+}
+
+// Launches K over args: one warp per output row, the activation rows in
+// tiles of kRowTile (a single row gets its own instantiation, the decode case).
+template <class K>
+void launch_matvec(const MatmulArgs& args, uint32_t elems_per_unit, cudaStream_t stream) {
+  if (args.n_out == 0 || args.n_rows == 0) return;
+  const ActivationLayout layout = activation_layout(activation_format(args.format), args.n_in);
+  MatvecParams p;
+  p.w = static_cast<const uint8_t*>(args.w);
+  p.w_row_bytes = quant::row_bytes(args.format, args.n_in);
+  p.n_out = args.n_out;
+  p.n_units = args.n_in / elems_per_unit;
+  p.act.base = static_cast<const uint8_t*>(args.act);
+  p.act.stride = layout.stride;
+  p.act.qs_offset = static_cast<uint32_t>(layout.qs_offset);
+  p.act.scale_offset = static_cast<uint32_t>(layout.scale_offset);
+  p.act.sum_offset = static_cast<uint32_t>(layout.sum_offset);
+  p.n_rows = args.n_rows;
+  p.y = args.y;
+  p.y_stride = args.y_stride;
+  p.bias = args.bias;
+  p.residual = args.residual;
+
+  const dim3 block(kMatvecWarps * 32);
+  const uint32_t row_blocks = (args.n_out + kMatvecWarps - 1) / kMatvecWarps;
+  if (args.n_rows == 1) {
+    launch_kernel(matvec_kernel<K, 1>, dim3(row_blocks, 1), block, 0, stream, p);
+  } else {
+    launch_kernel(matvec_kernel<K, kRowTile>, dim3(row_blocks, (args.n_rows + kRowTile - 1) / kRowTile), block, 0,
+                  stream, p);
+  }
+}
+
+// Per family of formats (matmul_q32.cu, matmul_kquants.cu, matmul_float.cu);
+// each returns false for a format it does not handle.
+bool launch_matmul_q32(const MatmulArgs& args, cudaStream_t stream);
+bool launch_matmul_kquants(const MatmulArgs& args, cudaStream_t stream);
+bool launch_matmul_float(const MatmulArgs& args, cudaStream_t stream);
+
+}  // namespace lamina::cudaexec::detail

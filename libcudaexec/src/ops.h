@@ -1,0 +1,92 @@
+// The kernels of the forward pass other than the weight products and
+// attention: norms, RoPE, KV-cache stores, activations, residual adds,
+// soft-capping and argmax. Device pointers; every launch goes on `stream`.
+// Each row is computed the same way whatever the number of rows, so results
+// do not depend on the batch.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lamina/cudaexec/model_desc.h"
+#include "lamina/quant/format.h"
+
+namespace lamina::cudaexec::detail {
+
+// out[r] (+)= norm(x[r]) * w (+ b): RMSNorm or LayerNorm of n values; the
+// reductions in double. x row r is x + src_row(r) * x_stride, where
+// src_row(r) = rows ? rows[r] : r. With accumulate, the result is added to out.
+void norm_rows(NormKind kind, const float* x, std::size_t x_stride, const int32_t* rows, const float* w,
+               const float* b, float eps, uint32_t n, uint32_t n_rows, float* out, std::size_t out_stride,
+               bool accumulate, cudaStream_t stream);
+
+// norm_rows without accumulate, its rows also quantized to act_format (Q8_0,
+// Q8_1 or Q8_K) at act, exactly as quantize_activations(act_format, out, ...)
+// would convert them afterwards: one launch instead of two. Returns false,
+// launching nothing, where that format or row length is not covered.
+bool norm_rows_quantized(NormKind kind, const float* x, std::size_t x_stride, const int32_t* rows, const float* w,
+                         const float* b, float eps, uint32_t n, uint32_t n_rows, float* out, std::size_t out_stride,
+                         quant::QuantFormat act_format, void* act, cudaStream_t stream);
+
+// The KV cache: [seq][layer][pos][dim] in f16, for K (k_dim) and V (v_dim).
+struct KvView {
+  __half* k = nullptr;
+  __half* v = nullptr;
+  uint32_t n_layer = 0, n_ctx = 0, k_dim = 0, v_dim = 0;
+  __device__ __host__ std::size_t k_offset(uint32_t seq, uint32_t layer, uint32_t pos) const {
+    return ((std::size_t{seq} * n_layer + layer) * n_ctx + pos) * k_dim;
+  }
+  __device__ __host__ std::size_t v_offset(uint32_t seq, uint32_t layer, uint32_t pos) const {
+    return ((std::size_t{seq} * n_layer + layer) * n_ctx + pos) * v_dim;
+  }
+};
+
+struct QkvShape {
+  uint32_t n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
+  uint32_t rope_dims = 0;  // leading dims of each head that rotate
+  RopeKind rope = RopeKind::None;
+  float eps = 0.0f;        // of the per-head norms
+};
+
+// Everything between the Q/K/V projections and attention, in one launch:
+// per-head RMSNorm of Q and K (when q_norm / k_norm are given; sums in
+// double), rotary embedding at positions pos[r] (inv_freq[i], double: the
+// angle per position of pair i), and the store of K and V in f16 at
+// (seq[r], layer, pos[r]). Row r of q, k and v starts at r * stride.
+void prepare_qkv(const QkvShape& shape, float* q, float* k, const float* v, std::size_t stride, uint32_t n_rows,
+                 const float* q_norm, const float* k_norm, const double* inv_freq, const uint32_t* pos,
+                 const uint32_t* seq, const KvView& kv, uint32_t layer, cudaStream_t stream);
+
+// out[r][i] = act(gate[r][i]) * up[r][i] for i < n (SiLU or GELU), or
+// out = act(gate) when up is null. gelu_table (65536 f16 results per f16
+// input) selects the tabulated GELU; null computes it exactly.
+void gated_activation(FfnKind kind, const float* gate, const float* up, std::size_t in_stride, uint32_t n,
+                      uint32_t n_rows, const uint16_t* gelu_table, float* out, std::size_t out_stride,
+                      cudaStream_t stream);
+
+// x[r] += y[r] for n values.
+void add_rows(float* x, std::size_t x_stride, const float* y, std::size_t y_stride, uint32_t n, uint32_t n_rows,
+              cudaStream_t stream);
+
+// dst[i] = src row rows[i] (n values each), for i < n_rows.
+void copy_rows(const float* src, std::size_t src_stride, const int32_t* rows, uint32_t n, uint32_t n_rows, float* dst,
+               std::size_t dst_stride, cudaStream_t stream);
+
+// dst row slots[i] = src row i * weights[i] (n values each), for i < n_rows.
+void scatter_scaled_rows(const float* src, std::size_t src_stride, const int32_t* slots, const float* weights,
+                         uint32_t n, uint32_t n_rows, float* dst, std::size_t dst_stride, cudaStream_t stream);
+
+// out[r] = sum over k < group of in[r * group + k], added in k order (n values per row).
+void sum_row_groups(const float* in, uint32_t group, uint32_t n, uint32_t n_rows, float* out, std::size_t out_stride,
+                    cudaStream_t stream);
+
+// x = cap * tanh(x / cap), n values in place.
+void softcap(float* x, std::size_t n, float cap, cudaStream_t stream);
+
+// ids[r] = index of the largest of n values of row r (lowest on ties).
+void argmax_rows(const float* x, uint32_t n, uint32_t n_rows, int32_t* ids, cudaStream_t stream);
+
+}  // namespace lamina::cudaexec::detail

@@ -90,6 +90,10 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
     throw CudaError("executor options: n_ctx, n_seq and max_batch must be positive");
   if (m.n_head == 0 || m.n_head_kv == 0 || m.n_head % m.n_head_kv != 0)
     throw CudaError("model: n_head must be a positive multiple of n_head_kv");
+  if (m.ffn == FfnKind::MoeGatedSilu && (!m.route_experts || m.n_expert > kMaxExperts || m.n_expert_used == 0 ||
+                                         m.n_expert_used > m.n_expert))
+    throw CudaError("model: a mixture of experts needs a router and 1 <= n_expert_used <= n_expert <= " +
+                    std::to_string(kMaxExperts));
 
   sizes.max_rows = o.max_batch;
   sizes.max_logit_rows = std::min(o.max_batch, o.max_logit_rows ? o.max_logit_rows : std::max(o.n_seq, 64u));

@@ -4,7 +4,6 @@
 #include "forward_step.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "matmul.h"
 
@@ -90,33 +89,11 @@ void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
                                     cudaMemcpyDeviceToHost, stream));
   LAMINA_CUDA_CHECK(cudaStreamSynchronize(stream));
 
-  // Softmax over the experts, the K most probable (lower id on ties), their
-  // probabilities renormalized: as the CPU path, in double.
-  for (uint32_t t = 0; t < n; ++t) {
-    const float* logits = host_router_logits_.data() + std::size_t{t} * E;
-    const float max_logit = *std::max_element(logits, logits + E);
-    double sum = 0.0;
-    for (uint32_t e = 0; e < E; ++e) sum += std::exp(static_cast<double>(logits[e] - max_logit));
-    for (uint32_t e = 0; e < E; ++e) order_[e] = e;
-    std::partial_sort(order_.begin(), order_.begin() + K, order_.end(), [&](uint32_t a, uint32_t b) {
-      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    });
-    double chosen_sum = 0.0;
-    for (uint32_t r = 0; r < K; ++r) {
-      const double p = std::exp(static_cast<double>(logits[order_[r]] - max_logit)) / sum;
-      host_chosen_[t * K + r] = static_cast<int32_t>(order_[r]);
-      host_chosen_w_[t * K + r] = static_cast<float>(p);
-      chosen_sum += p;
-    }
-    for (uint32_t r = 0; r < K; ++r)
-      host_chosen_w_[t * K + r] = static_cast<float>(host_chosen_w_[t * K + r] / chosen_sum);
-  }
+  m_.route_experts(host_router_logits_.data(), n, E, K, order_.data(), host_chosen_.data(), host_chosen_w_.data());
   // Rows grouped by expert: which batch row, which output slot, which weight.
   std::size_t count = 0;
-  uint32_t first[256 + 1];
-  const uint32_t n_groups = std::min<uint32_t>(E, 256);
-  if (E > 256) throw CudaError("mixtures of more than 256 experts are not supported on the GPU");
-  for (uint32_t e = 0; e < n_groups; ++e) {
+  uint32_t first[kMaxExperts + 1];
+  for (uint32_t e = 0; e < E; ++e) {
     first[e] = static_cast<uint32_t>(count);
     for (uint32_t t = 0; t < n; ++t)
       for (uint32_t r = 0; r < K; ++r)
@@ -127,14 +104,14 @@ void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
           ++count;
         }
   }
-  first[n_groups] = static_cast<uint32_t>(count);
+  first[E] = static_cast<uint32_t>(count);
   LAMINA_CUDA_CHECK(cudaMemcpyAsync(b_.moe_rows, host_rows_.data(), count * 4, cudaMemcpyHostToDevice, stream));
   LAMINA_CUDA_CHECK(cudaMemcpyAsync(b_.moe_slots, host_slots_.data(), count * 4, cudaMemcpyHostToDevice, stream));
   LAMINA_CUDA_CHECK(cudaMemcpyAsync(b_.moe_weights, host_weights_.data(), count * 4, cudaMemcpyHostToDevice, stream));
   // The host vectors must stay untouched until the copies are done.
   LAMINA_CUDA_CHECK(cudaStreamSynchronize(stream));
 
-  for (uint32_t e = 0; e < n_groups; ++e) {
+  for (uint32_t e = 0; e < E; ++e) {
     const uint32_t m = first[e + 1] - first[e];
     if (m == 0) continue;
     copy_rows(b_.h, D, b_.moe_rows + first[e], D, m, b_.moe_in, D, stream);

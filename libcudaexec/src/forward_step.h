@@ -35,6 +35,10 @@ struct StepBuffers {
   int32_t *moe_rows = nullptr, *moe_slots = nullptr;
 };
 
+// Experts a mixture may have on the GPU (the routing groups rows per expert
+// in a fixed-size table).
+inline constexpr uint32_t kMaxExperts = 256;
+
 struct StepSizes {
   uint32_t max_rows = 0;
   uint32_t max_logit_rows = 0;

@@ -1,9 +1,8 @@
 #include "moe.h"
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 
+#include "expert_routing.h"
 #include "linear.h"
 #include "ops.h"
 
@@ -29,27 +28,7 @@ void MixtureOfExperts::run(const LayerWeights& l, const float* h, std::size_t n,
   const uint32_t E = c_.n_expert, K = c_.n_expert_used, D = c_.n_embd, F = c_.n_ff_expert;
   linear.apply(l.router, h, n, router_logits_.data());
 
-  std::vector<uint32_t>& order = order_;
-  for (std::size_t t = 0; t < n; ++t) {
-    float* logits = router_logits_.data() + t * E;
-    const float max_logit = *std::max_element(logits, logits + E);
-    double sum = 0.0;
-    for (uint32_t e = 0; e < E; ++e) sum += std::exp(static_cast<double>(logits[e] - max_logit));
-    std::iota(order.begin(), order.end(), 0u);
-    // Highest probability first; the lower id wins ties.
-    std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](uint32_t a, uint32_t b) {
-      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    });
-    double chosen_sum = 0.0;
-    for (uint32_t r = 0; r < K; ++r) {
-      const double p = std::exp(static_cast<double>(logits[order[r]] - max_logit)) / sum;
-      chosen_[t * K + r] = static_cast<int32_t>(order[r]);
-      chosen_w_[t * K + r] = static_cast<float>(p);
-      chosen_sum += p;
-    }
-    for (uint32_t r = 0; r < K; ++r)
-      chosen_w_[t * K + r] = static_cast<float>(chosen_w_[t * K + r] / chosen_sum);
-  }
+  route_experts(router_logits_.data(), n, E, K, order_.data(), chosen_.data(), chosen_w_.data());
 
   for (uint32_t e = 0; e < E; ++e) {
     rows_.clear();

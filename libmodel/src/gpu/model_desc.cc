@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "cpu/expert_routing.h"
 #include "cpu/ops.h"
 
 namespace lamina::model::gpu {
@@ -32,6 +33,7 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
   d.n_expert = c.n_expert;
   d.n_expert_used = c.n_expert_used;
   d.n_ff_expert = c.n_ff_expert;
+  d.route_experts = cpu::route_experts;
   d.n_layer = c.n_layer;
   d.n_embd = c.n_embd;
   d.n_head = c.n_head;

@@ -69,6 +69,13 @@ struct ModelDesc {
   // GELU through this table of 65536 f16 results, one per f16 input (the
   // CPU path's llama.cpp-compatible numerics); null computes it exactly.
   const uint16_t* gelu_f16_table = nullptr;
+  // Mixtures of experts: picks each token's n_expert_used experts and their
+  // weights from its router logits ([n_tokens x n_expert]; order is scratch
+  // of n_expert; chosen and weights [n_tokens x n_expert_used], by rank). The
+  // caller's own router, so the GPU chooses exactly as the CPU path does.
+  using ExpertRouter = void (*)(const float* logits, std::size_t n_tokens, uint32_t n_expert, uint32_t n_used,
+                                uint32_t* order, int32_t* chosen, float* weights);
+  ExpertRouter route_experts = nullptr;
   HostMatrix token_embd, position_embd, output;
   HostVector output_norm, output_norm_bias, rope_freqs;
   std::vector<LayerDesc> layers;

@@ -69,6 +69,17 @@ class GgufFile {
   static GgufFile open(const std::filesystem::path& path, const ReadLimits& limits = {});
   // Parses a buffer the caller keeps alive as long as the GgufFile. Throws GgufError.
   static GgufFile parse(std::span<const std::byte> bytes, const ReadLimits& limits = {});
+  // Builds a file in memory from metadata and tensors whose `data` views lie
+  // elsewhere (another format's mapping, converted copies), so that everything
+  // that reads a GgufFile reads it. Checked like a parsed file: keys and tensor
+  // names non-empty, valid UTF-8 and unique; shapes, types and each view's size
+  // consistent; general.alignment a power of two. n_elements, n_bytes and the
+  // offsets (a layout as a writer would place the data) are filled in; `offset`
+  // fields of `metadata` and `info_offset` are 0. `keep_alive` owns what the views
+  // point into. The result has version 3, no bytes() and data_offset() 0.
+  // Throws GgufError naming the key or tensor.
+  static GgufFile assemble(std::vector<KeyValue> metadata, std::vector<TensorInfo> tensors,
+                           std::shared_ptr<const void> keep_alive);
 
   GgufFile(GgufFile&&) noexcept;
   GgufFile& operator=(GgufFile&&) noexcept;
@@ -120,6 +131,7 @@ class GgufFile {
 
   struct Mapping;
   std::unique_ptr<Mapping> mapping_;
+  std::shared_ptr<const void> keep_alive_;  // what an assembled file's views point into
   std::span<const std::byte> bytes_;
   uint32_t version_ = 0;
   uint32_t alignment_ = kDefaultAlignment;

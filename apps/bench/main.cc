@@ -11,7 +11,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("lamina-bench ") + LAMINA_VERSION);
   lamina::bench::BenchOptions o;
   std::string output = "md";
-  app.add_option("-m,--model", o.model_path, "GGUF model file")->required();
+  app.add_option("-m,--model", o.model_path, "GGUF model file or Hugging Face model folder")->required();
   app.add_option("-p,--n-prompt", o.n_prompt, "prompt lengths to test (0 skips)")->delimiter(',');
   app.add_option("-n,--n-gen", o.n_gen, "generation lengths to test (0 skips)")->delimiter(',');
   app.add_option("-r,--repetitions", o.repetitions, "timed repetitions of each test")->check(CLI::Range(1, 1000));

@@ -11,7 +11,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("lamina-generate ") + LAMINA_VERSION);
   lamina::generate_app::Options o;
   auto& s = o.sampling;
-  app.add_option("-m,--model", o.model_path, "GGUF model file (default: bundled stories260K.gguf)");
+  app.add_option("-m,--model", o.model_path,
+                 "GGUF model file or Hugging Face model folder (default: bundled stories260K.gguf)");
   auto* prompt = app.add_option("-p,--prompt", o.prompt, "prompt text");
   auto* file = app.add_option("-f,--file", o.prompt_file, "read the prompt from a file")->check(CLI::ExistingFile);
   auto* ids = app.add_option("--prompt-ids", o.prompt_ids, "prompt as comma-separated token ids")->delimiter(',');
@@ -43,10 +44,11 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-parity-check", o.parity_check, "skip the CPU/GPU comparison at load");
   app.add_option("--parity-min-cosine", o.parity_min_cosine,
                  "logits cosine the GPU must reach against the CPU at load (default: 0.9999 for float weights, "
-                 "0.999 for quantized)")
+                 "0.99 for quantized)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_flag("!--no-cuda-graphs", o.cuda_graphs, "launch the GPU decode step eagerly instead of as a CUDA graph");
   app.add_option("--kv-type", o.kv_type, "KV cache type")->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("--quantize", o.quantize, "quantize the float weights at load: q8_0, q4_k, q6_k, ... (faster, not exact)");
   app.add_flag("--json", o.json, "print one JSON document instead of streaming text");
   app.add_option("--logits-out", o.logits_out, "write the logits of every prompt position (raw f32)");
   app.add_flag("--no-display-prompt", o.no_display_prompt, "do not echo the prompt before the generated text");

@@ -10,10 +10,12 @@
 #include <sstream>
 
 #include "lamina/model/chat.h"
+#include "lamina/model/chat_template.h"
 #include "lamina/model/forward.h"
 #include "lamina/model/generate.h"
 #include "lamina/model/gpu_forward.h"
 #include "lamina/model/model.h"
+#include "lamina/quant/format.h"
 
 namespace lamina::generate_app {
 namespace {
@@ -28,8 +30,13 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-std::unique_ptr<model::Model> load_model(const std::string& path) {
+std::unique_ptr<model::Model> load_model(const std::string& path, const std::string& quantize) {
   model::LoadOptions lo;
+  if (!quantize.empty()) {
+    lo.quantize = quant::format_from_name(quantize);
+    if (!lo.quantize || !quant::format_traits(*lo.quantize).is_weight_format)
+      throw std::runtime_error("--quantize: '" + quantize + "' is not a weight type (e.g. q8_0, q4_k, q6_k, f16)");
+  }
   const bool tty = isatty(STDERR_FILENO) != 0;
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
@@ -53,22 +60,23 @@ std::vector<int32_t> prompt_tokens(const Options& o, const model::Model& m) {
   std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
   if (!o.chat) return tok.encode(text, /*add_special=*/true, /*parse_special=*/true);
 
-  std::optional<model::ChatFormat> format;
-  if (!o.chat_template.empty()) {
-    format = model::chat_format_by_name(o.chat_template);
-    if (!format) throw std::runtime_error("--chat-template: unknown family '" + o.chat_template + "'");
-  } else if (const auto* t = m.file().find("tokenizer.chat_template"); t && t->type() == gguf::ValueType::String) {
-    format = model::detect_chat_format(t->as_string());
-    if (!format) throw std::runtime_error("the model's chat template is not one of the known families; pass --chat-template");
-  } else {
-    throw std::runtime_error("the model has no tokenizer.chat_template; pass --chat-template");
-  }
   std::vector<model::ChatMessage> messages;
   if (!o.system.empty()) messages.push_back({"system", o.system});
   messages.push_back({"user", text});
-  const std::string bos = tok.bos_id() >= 0 ? tok.token_to_piece(tok.bos_id()) : std::string();
-  const std::string eos = tok.eos_id() >= 0 ? tok.token_to_piece(tok.eos_id()) : std::string();
-  std::vector<int32_t> ids = tok.encode(model::render_chat(*format, messages, true, bos, eos), false, true);
+  std::string rendered;
+  if (!o.chat_template.empty()) {
+    // An explicit family overrides the model's own template.
+    const auto format = model::chat_format_by_name(o.chat_template);
+    if (!format) throw std::runtime_error("--chat-template: unknown family '" + o.chat_template + "'");
+    const std::string bos = tok.bos_id() >= 0 ? tok.token_to_piece(tok.bos_id()) : std::string();
+    const std::string eos = tok.eos_id() >= 0 ? tok.token_to_piece(tok.eos_id()) : std::string();
+    rendered = model::render_chat(*format, messages, true, bos, eos);
+  } else {
+    const model::ModelChat chat(m);
+    if (!chat.has_template()) throw std::runtime_error("the model has no tokenizer.chat_template; pass --chat-template");
+    rendered = chat.render(messages, /*add_generation_prompt=*/true);
+  }
+  std::vector<int32_t> ids = tok.encode(rendered, false, true);
   if (tok.add_bos() && tok.bos_id() >= 0 && (ids.empty() || ids.front() != tok.bos_id()))
     ids.insert(ids.begin(), tok.bos_id());
   return ids;
@@ -87,7 +95,7 @@ double per_second(std::size_t n, double ms) { return ms > 0 ? static_cast<double
 
 int run(const Options& o) {
   const auto load_start = Clock::now();
-  const auto m = load_model(o.model_path);
+  const auto m = load_model(o.model_path, o.quantize);
 
   const std::vector<int32_t> ids = prompt_tokens(o, *m);
   if (ids.empty()) throw std::runtime_error("the prompt is empty and the model adds no BOS token");

@@ -30,6 +30,7 @@ struct Options {
   double parity_min_cosine = 0;  // 0: by weight type
   bool cuda_graphs = true;
   std::string kv_type = "f32";
+  std::string quantize;  // quantize the float matrices at load to this type (e.g. q8_0)
   bool json = false;
   std::string logits_out;
   bool no_display_prompt = false;

@@ -17,15 +17,6 @@ namespace {
 using lamina::gguf::TensorType;
 using lamina::quantize::QuantizeError;
 
-std::string mix_list() {
-  std::string list;
-  for (const auto& mix : lamina::quantize::all_mixes()) {
-    if (!list.empty()) list += ", ";
-    list += mix.name;
-  }
-  return list;
-}
-
 // A type for one tensor: any type lamina can write.
 std::optional<TensorType> parse_tensor_type(const std::string& option, const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -40,7 +31,7 @@ std::optional<TensorType> parse_tensor_type(const std::string& option, const std
 int main(int argc, char** argv) {
   CLI::App app{"lamina-quantize: convert an F32/F16/BF16 GGUF model to a quantized mix"};
   app.set_version_flag("--version", std::string("lamina-quantize ") + LAMINA_VERSION);
-  app.footer("TYPE is one of: " + mix_list() +
+  app.footer("TYPE is one of: " + lamina::quantize::mix_names() +
              ".\nThe _S/_M/_L mixes give some tensors more bits, as llama-quantize does.");
   lamina::quantize::QuantizeOptions options;
   std::string input, output, type_name, output_type, token_embd_type;
@@ -62,7 +53,7 @@ int main(int argc, char** argv) {
     options.output = output;
     options.mix = lamina::quantize::find_mix(type_name);
     if (options.mix == nullptr)
-      throw QuantizeError("unknown type '" + type_name + "' (one of: " + mix_list() + ")");
+      throw QuantizeError("unknown type '" + type_name + "' (one of: " + lamina::quantize::mix_names() + ")");
     options.output_type = parse_tensor_type("--output-tensor-type", output_type);
     options.token_embd_type = parse_tensor_type("--token-embedding-type", token_embd_type);
     const auto summary = lamina::quantize::quantize_model(options, std::cerr);

@@ -42,6 +42,15 @@ bool equal_ignoring_case(std::string_view a, std::string_view b) {
 
 std::span<const QuantMix> all_mixes() { return kMixes; }
 
+std::string mix_names() {
+  std::string list;
+  for (const QuantMix& mix : all_mixes()) {
+    if (!list.empty()) list += ", ";
+    list += mix.name;
+  }
+  return list;
+}
+
 const QuantMix* find_mix(std::string_view name) {
   for (const QuantMix& mix : kMixes) {
     if (equal_ignoring_case(mix.name, name)) return &mix;

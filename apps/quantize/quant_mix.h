@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "lamina/gguf/types.h"
@@ -42,6 +43,9 @@ struct QuantMix {
 
 // Every mix, in the order `--help` lists them.
 std::span<const QuantMix> all_mixes();
+
+// "F32, F16, ..., IQ4_XS": every mix's name, for help texts and errors.
+std::string mix_names();
 
 // The mix called `name` (case-insensitive), or nullptr.
 const QuantMix* find_mix(std::string_view name);

@@ -6,7 +6,7 @@ namespace lamina::model {
 namespace {
 
 constexpr std::array<ArchSpec, 7> kArchs = [] {
-  ArchSpec llama{.name = "llama"};
+  ArchSpec llama{.name = "llama", .sliding_window_layers = WindowLayers::All};
 
   ArchSpec qwen2{.name = "qwen2", .rope = RopeKind::Neox};
 
@@ -24,7 +24,7 @@ constexpr std::array<ArchSpec, 7> kArchs = [] {
 
   ArchSpec gemma2{.name = "gemma2", .rope = RopeKind::Neox, .ffn = FfnKind::GatedGelu,
                   .post_norms = true, .scale_embeddings = true, .always_tied_output = true,
-                  .alternating_sliding_window = true};
+                  .sliding_window_layers = WindowLayers::Even};
 
   return std::array<ArchSpec, 7>{llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2};
 }();

@@ -136,7 +136,11 @@ ModelConfig load_config(const gguf::GgufFile& file) {
 
   c.attn_softcap = md.f32("attn_logit_softcapping").value_or(0.0f);
   c.final_softcap = md.f32("final_logit_softcapping").value_or(0.0f);
-  if (c.arch->alternating_sliding_window) c.sliding_window = md.u32("attention.sliding_window").value_or(0);
+  if (c.arch->sliding_window_layers != WindowLayers::None)
+    c.sliding_window = md.u32("attention.sliding_window").value_or(0);
+  c.attn_scale = md.f32("attention.scale").value_or(0.0f);
+  if (c.attn_scale == 0.0f) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
+  require(std::isfinite(c.attn_scale) && c.attn_scale > 0, arch_name + ": attention.scale must be positive");
   return c;
 }
 

@@ -202,7 +202,7 @@ void CpuForward::State::attention_block(uint32_t layer, std::span<const TokenInp
                                   c.n_head_kv,
                                   c.head_dim_k,
                                   c.head_dim_v,
-                                  1.0f / std::sqrt(static_cast<float>(c.head_dim_k)),
+                                  c.attn_scale,
                                   c.attn_softcap,
                                   c.layer_uses_window(layer) ? c.sliding_window : 0};
   attention.run(shape, cache, layer, batch, q.data(), attn_out.data(), pool);

@@ -46,8 +46,7 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
   d.rope_dims = c.rope.n_dims;
   d.rope_base = c.rope.freq_base;
   d.rope_freq_scale = c.rope.freq_scale;
-  // As the CPU path computes them.
-  d.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
+  d.attn_scale = c.attn_scale;
   d.attn_softcap = c.attn_softcap;
   d.final_softcap = c.final_softcap;
   d.embed_scale = a.scale_embeddings ? std::sqrt(static_cast<float>(c.n_embd)) : 1.0f;

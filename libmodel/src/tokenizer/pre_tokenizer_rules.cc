@@ -39,6 +39,13 @@ constexpr std::array kQwen2 = {
     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"sv,
 };
 
+// Mistral's Tekken: words split at case changes, single digits.
+constexpr std::array kTekken = {
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|"
+    "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"sv,
+};
+
 constexpr std::array kDeepseekLlm = {
     "[\\r\\n]"sv,
     "\\s?["
@@ -131,6 +138,7 @@ const std::array kRules = {
     NamedRules{"codeshell", rules_of(kStarcoder)},
     NamedRules{"exaone", rules_of(kStarcoder)},
     NamedRules{"minerva-7b", rules_of(kStarcoder)},
+    NamedRules{"tekken", rules_of(kTekken, true, true)},
     NamedRules{"qwen2", rules_of(kQwen2)},
     NamedRules{"deepseek-r1-qwen", rules_of(kQwen2)},
     NamedRules{"stablelm2", rules_of(kQwen2)},

@@ -78,6 +78,9 @@ std::string render_piece(const detail::Vocabulary& v, int32_t id) {
   return {};
 }
 
+// The bytes std::isspace accepts in the C locale, which llama.cpp strips after a token.
+bool is_ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
 // SentencePiece sees spaces as '▁', and a text run may get one more in front.
 void escape_spaces(std::string_view text, bool add_prefix, std::string& out) {
   out.clear();
@@ -123,21 +126,33 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
   if (add_bos) out.push_back(v.ids.bos);
 
   // The dummy prefix goes before every text run that starts the text or follows a
-  // special token.
+  // special token (or, with the prefix at the start only, before the text's first run).
   bool after_special = true;
+  bool strip_left = false;  // the previous special token swallows the whitespace after it
   std::string scratch;
   for (const detail::Fragment& f : fragments) {
     if (f.token != kNoToken) {
       out.push_back(f.token);
       after_special = true;
+      strip_left = v.strips_right(f.token);
       continue;
     }
-    const std::string_view run = text.substr(f.begin, f.end - f.begin);
+    std::string_view run = text.substr(f.begin, f.end - f.begin);
+    if (strip_left) {
+      while (!run.empty() && is_ascii_space(run.front())) run.remove_prefix(1);
+      strip_left = false;
+      if (run.empty()) continue;
+    }
     switch (v.kind) {
-      case TokenizerKind::SentencePiece:
-        escape_spaces(run, v.add_space_prefix && after_special, scratch);
+      case TokenizerKind::SentencePiece: {
+        const bool at_start = f.begin == 0;
+        const bool prefix = v.space_prefix_at_start_only ? at_start && !run.starts_with(' ') &&
+                                                               !run.starts_with(kSpaceMark)
+                                                         : after_special;
+        escape_spaces(run, v.add_space_prefix && prefix, scratch);
         detail::encode_sentencepiece(v, scratch, out);
         break;
+      }
       case TokenizerKind::BytePairEncoding:
         impl_->bpe->encode(v, run, out);
         break;
@@ -198,6 +213,7 @@ int32_t Tokenizer::mask_id() const { return impl_->vocab.ids.mask; }
 bool Tokenizer::add_bos() const { return impl_->vocab.add_bos; }
 bool Tokenizer::add_eos() const { return impl_->vocab.add_eos; }
 bool Tokenizer::add_space_prefix() const { return impl_->vocab.add_space_prefix; }
+bool Tokenizer::space_prefix_at_start_only() const { return impl_->vocab.space_prefix_at_start_only; }
 
 bool Tokenizer::is_eog(int32_t id) const {
   const std::vector<int32_t>& eog = impl_->vocab.eog_ids;
@@ -215,7 +231,8 @@ void append_token_text(const Tokenizer& tokenizer, int32_t id, const DecodeOptio
   const std::string piece = tokenizer.token_to_piece(id, options.render_special);
   if (tokenizer.is_special(id)) {
     out += piece;
-    after_special = true;
+    // With the prefix at the start only, text after a shown special token keeps its space.
+    after_special = tokenizer.space_prefix_at_start_only() ? after_special && piece.empty() : true;
     return;
   }
   const bool strip = after_special && options.strip_space_prefix &&

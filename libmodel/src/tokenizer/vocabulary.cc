@@ -141,6 +141,10 @@ void read_flags(const gguf::GgufFile& file, Vocabulary& v) {
   v.add_sep = bool_or(file, "tokenizer.ggml.add_sep_token", wpm);
   // Only SentencePiece vocabularies use the dummy prefix.
   v.add_space_prefix = spm && bool_or(file, "tokenizer.ggml.add_space_prefix", true);
+  const std::string scheme = optional_string(file, "tokenizer.lamina.prepend_scheme").value_or("always");
+  if (scheme != "always" && scheme != "first")
+    throw TokenizerError("tokenizer.lamina.prepend_scheme: unknown scheme '" + scheme + "' (always, first)");
+  v.space_prefix_at_start_only = v.add_space_prefix && scheme == "first";
   v.remove_extra_whitespaces = bool_or(file, "tokenizer.ggml.remove_extra_whitespaces", false);
   v.lowercase = bool_or(file, "tokenizer.ggml.normalizer.lowercase", true);
   v.strip_accents = bool_or(file, "tokenizer.ggml.normalizer.strip_accents", v.lowercase);
@@ -180,6 +184,24 @@ void find_end_of_generation(Vocabulary& v) {
   v.eog_ids = std::move(eog);
 }
 
+// llama.cpp gives Phi-3 vocabularies, recognised by general.name, special tokens that
+// swallow the whitespace after them (its RSTRIP attribute), as Phi-3's own tokenizer
+// does for its role tokens; the metadata has no other place for it.
+void mark_right_strippers(const gguf::GgufFile& file, Vocabulary& v) {
+  std::string name = optional_string(file, "general.name").value_or("");
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; });
+  if (name.find("phi-3") == std::string::npos && name.find("phi3") == std::string::npos) return;
+  v.right_strippers.assign(v.texts.size(), false);
+  for (int32_t id = 0; id < v.size(); ++id) v.right_strippers[static_cast<std::size_t>(id)] = v.is_special(id);
+  auto set = [&](std::string_view text, bool value) {
+    const int32_t id = v.find(text);
+    if (id >= 0) v.right_strippers[static_cast<std::size_t>(id)] = value;
+  };
+  set("</s>", true);
+  for (std::string_view text : {"<unk>", "<s>", "<|endoftext|>"}) set(text, false);
+}
+
 void find_byte_tokens(Vocabulary& v) {
   v.byte_tokens.fill(kNoToken);
   if (v.kind != TokenizerKind::SentencePiece) return;
@@ -212,6 +234,7 @@ Vocabulary load_vocabulary(const gguf::GgufFile& file) {
   read_special_ids(file, v);
   read_flags(file, v);
   find_end_of_generation(v);
+  mark_right_strippers(file, v);
   find_byte_tokens(v);
   return v;
 }

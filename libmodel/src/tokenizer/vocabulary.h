@@ -46,11 +46,15 @@ struct Vocabulary {
   bool add_eos = false;
   bool add_sep = false;
   bool add_space_prefix = false;
+  bool space_prefix_at_start_only = false;  // see Tokenizer::space_prefix_at_start_only
   // Read but not applied: llama.cpp's SentencePiece encoder ignores it too, and ids must
   // match it.
   bool remove_extra_whitespaces = false;
   bool lowercase = true;      // WordPiece normaliser
   bool strip_accents = true;  // WordPiece normaliser
+
+  // Tokens that swallow the whitespace after them; empty when none does.
+  std::vector<bool> right_strippers;
 
   // SentencePiece byte fallback: the token of each byte ("<0xNN>", or the byte itself).
   std::array<int32_t, 256> byte_tokens{};
@@ -59,6 +63,10 @@ struct Vocabulary {
   int32_t find(std::string_view text) const { return index.find(text, texts); }
   bool contains(int32_t id) const { return id >= 0 && id < size(); }
   TokenType type(int32_t id) const { return types[static_cast<std::size_t>(id)]; }
+  // Whether whitespace right after the token belongs to it (llama.cpp's RSTRIP attribute).
+  bool strips_right(int32_t id) const {
+    return !right_strippers.empty() && right_strippers[static_cast<std::size_t>(id)];
+  }
   // Tokens the encoder keeps whole: control, unknown and user-defined.
   bool is_special(int32_t id) const {
     const TokenType t = type(id);

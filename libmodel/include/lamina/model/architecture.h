@@ -10,6 +10,7 @@ enum class NormKind { Rms, Layer };            // LayerNorm subtracts the mean a
 enum class RopeKind { None, Norm, Neox };      // Norm rotates (x[2i], x[2i+1]); Neox (x[i], x[i+d/2])
 enum class FfnKind { GatedSilu, GatedGelu, Gelu, MoeGatedSilu };
 enum class Layout { Separate, Fused };         // Q/K/V (or gate/up) as one stacked tensor or several
+enum class WindowLayers { None, All, Even };   // the layers attention.sliding_window applies to
 
 struct ArchSpec {
   std::string_view name;  // general.architecture
@@ -23,7 +24,10 @@ struct ArchSpec {
   bool learned_positions = false;    // position_embd added to the token embedding (gpt2)
   bool scale_embeddings = false;     // embeddings times sqrt(n_embd) (gemma2)
   bool always_tied_output = false;   // ignores output.weight, uses token_embd (gemma2)
-  bool alternating_sliding_window = false;  // even layers attend to a window (gemma2)
+  // Which layers attend to a window when the file sets attention.sliding_window:
+  // every layer (Mistral, stored as llama), the even ones (gemma2), or none
+  // (architectures whose window llama.cpp ignores).
+  WindowLayers sliding_window_layers = WindowLayers::None;
 };
 
 // The spec of a supported architecture, or nullptr.

@@ -38,6 +38,7 @@ struct ModelConfig {
   uint32_t n_ctx_train = 0;
   float norm_eps = 1e-5f;
   RopeConfig rope;
+  float attn_scale = 0.0f;     // scores = q.k * attn_scale: attention.scale, else 1/sqrt(head_dim_k)
   float attn_softcap = 0.0f;   // 0: none
   float final_softcap = 0.0f;  // 0: none
   uint32_t sliding_window = 0; // 0: none
@@ -49,7 +50,13 @@ struct ModelConfig {
   uint32_t k_dim() const { return n_head_kv * head_dim_k; }
   uint32_t v_dim() const { return n_head_kv * head_dim_v; }
   bool layer_uses_window(uint32_t layer) const {
-    return sliding_window > 0 && arch->alternating_sliding_window && layer % 2 == 0;
+    if (sliding_window == 0) return false;
+    switch (arch->sliding_window_layers) {
+      case WindowLayers::All: return true;
+      case WindowLayers::Even: return layer % 2 == 0;
+      case WindowLayers::None: break;
+    }
+    return false;
   }
 };
 

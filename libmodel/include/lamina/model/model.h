@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "lamina/gguf/file.h"
 #include "lamina/model/config.h"
@@ -17,11 +18,15 @@ struct LoadOptions {
   // wait on the disk), reporting the fraction done.
   bool prefault = true;
   std::function<void(double fraction)> on_progress;
+  // Quantizes the float matrices to this format at load (Q8_0, Q4_K, ...):
+  // faster, at the cost of exactness. Unset: the weights run as stored.
+  std::optional<quant::QuantFormat> quantize;
 };
 
 class Model {
  public:
-  // Maps and validates the file, reads the configuration, binds the weights
+  // Maps and validates the file (a GGUF file, or a Hugging Face model folder
+  // read as hf_model.h describes), reads the configuration, binds the weights
   // and builds the tokenizer. Throws gguf::GgufError or ModelError.
   static std::unique_ptr<Model> load(const std::filesystem::path& path, const LoadOptions& options = {});
 

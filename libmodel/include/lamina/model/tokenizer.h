@@ -90,6 +90,12 @@ class Tokenizer {
   bool add_bos() const;
   bool add_eos() const;
   bool add_space_prefix() const;
+  // The SentencePiece dummy prefix goes only at the very start of the text, and not when
+  // the text already starts with a space; decoding then drops only the first leading
+  // space of the whole text (Hugging Face's Metaspace prepend_scheme "first", from the
+  // tokenizer.lamina.prepend_scheme key). Otherwise, as llama.cpp does, the prefix goes
+  // before every text run that starts the text or follows a special token.
+  bool space_prefix_at_start_only() const;
   // End of generation: EOS, EOT, EOM and the well-known end-of-turn tokens of the vocabulary.
   bool is_eog(int32_t id) const;
   // Control, unknown and user-defined tokens: those the encoder treats as whole units.

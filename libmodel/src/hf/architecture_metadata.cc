@@ -1,0 +1,261 @@
+// Which keys each converter class writes follows convert_hf_to_gguf.py
+// (TextModel.set_gguf_parameters and the LlamaModel, Qwen2Model, Qwen3Model,
+// Phi3MiniModel, GPT2Model and Gemma2Model overrides). Where the converter
+// would write a value that does not describe the checkpoint, lamina writes
+// the true one and says so here:
+//  - GPT-2: feed_forward_length is n_inner when set (the converter always
+//    writes 4 * n_embd) and context_length falls back to n_positions;
+//  - Llama 3.1 RoPE: original_max_position_embeddings is read from the RoPE
+//    settings first (transformers 5 keeps it there; the converter looks only
+//    at the top level and would assume 8192);
+//  - Mistral's sliding window is written as llama.attention.sliding_window,
+//    and Gemma 2's query_pre_attn_scalar, when it differs from head_dim, as
+//    gemma2.attention.scale: llama.cpp has no place for either.
+#include "hf/architecture_metadata.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "lamina/model/config.h"
+
+namespace lamina::model::hf {
+namespace {
+
+using gguf::Value;
+
+struct ClassInfo {
+  std::string_view hf_class;
+  Family family;
+  std::string_view gguf_name;
+};
+
+constexpr ClassInfo kClasses[] = {
+    {"LlamaForCausalLM", Family::Llama, "llama"},   {"MistralForCausalLM", Family::Llama, "llama"},
+    {"Qwen2ForCausalLM", Family::Qwen2, "qwen2"},   {"Qwen3ForCausalLM", Family::Qwen3, "qwen3"},
+    {"Phi3ForCausalLM", Family::Phi3, "phi3"},      {"GPT2LMHeadModel", Family::Gpt2, "gpt2"},
+    {"Gemma2ForCausalLM", Family::Gemma2, "gemma2"},
+};
+
+std::string supported_classes() {
+  std::string s;
+  for (const auto& c : kClasses) s += (s.empty() ? "" : ", ") + std::string(c.hf_class);
+  return s;
+}
+
+const ClassInfo& identify(const HfConfig& config) {
+  const Json* list = config.find("architectures");
+  if (!list || !list->is_array() || list->empty() || !(*list)[0].is_string())
+    config.fail("architectures", "must list the model class (e.g. \"LlamaForCausalLM\")");
+  const std::string name = (*list)[0].get<std::string>();
+  for (const auto& c : kClasses) {
+    if (c.hf_class == name) return c;
+  }
+  throw ModelError(config.file_name() + ": model class '" + name + "' is not supported (supported: " +
+                   supported_classes() + ")");
+}
+
+void require_value(const HfConfig& config, std::string_view key, std::string_view expected,
+                   std::string_view fallback) {
+  const std::string value = config.string(key).value_or(std::string(fallback));
+  if (value != expected)
+    config.fail(key, "is '" + value + "'; this model class runs only with '" + std::string(expected) + "'");
+}
+
+// Rejects the settings under which the mapped architecture would compute
+// something else than transformers.
+void check_supported(const HfConfig& config, Family family) {
+  switch (family) {
+    case Family::Llama:
+    case Family::Qwen2:
+    case Family::Qwen3:
+    case Family::Phi3:
+      require_value(config, "hidden_act", "silu", "silu");
+      if (config.boolean("mlp_bias").value_or(false)) config.fail("mlp_bias", "is true; MLP biases are not supported");
+      if (config.boolean("use_sliding_window").value_or(false))
+        config.fail("use_sliding_window", "is true; this model class runs without a sliding window only");
+      break;
+    case Family::Gpt2:
+      require_value(config, "activation_function", "gelu_new", "gelu_new");
+      if (config.boolean("scale_attn_by_inverse_layer_idx").value_or(false))
+        config.fail("scale_attn_by_inverse_layer_idx", "is true; not supported");
+      if (!config.boolean("scale_attn_weights").value_or(true))
+        config.fail("scale_attn_weights", "is false; not supported");
+      break;
+    case Family::Gemma2: {
+      const std::string act = config.string("hidden_activation").value_or(config.string("hidden_act").value_or(""));
+      if (act != "gelu_pytorch_tanh")
+        config.fail("hidden_activation", "is '" + act + "'; Gemma 2 runs only with 'gelu_pytorch_tanh'");
+      if (const Json* types = config.find("layer_types")) {
+        if (!types->is_array()) config.fail("layer_types", "is not a list");
+        for (std::size_t i = 0; i < types->size(); ++i) {
+          const std::string want = i % 2 == 0 ? "sliding_attention" : "full_attention";
+          if ((*types)[i] != want)
+            config.fail("layer_types", "layer " + std::to_string(i) + " is not '" + want +
+                                           "' (lamina runs Gemma 2's alternating pattern only)");
+        }
+      }
+      break;
+    }
+  }
+  const std::string rope_type = config.rope().string("rope_type").value_or("default");
+  if (rope_type != "default" && rope_type != "linear" && rope_type != "llama3")
+    config.fail("rope_parameters", "rope_type '" + rope_type + "' is not supported (default, linear, llama3)");
+  if (rope_type == "llama3" && family != Family::Llama)
+    config.fail("rope_parameters", "rope_type llama3 is only read for Llama models");
+  const double partial = config.rope().number("partial_rotary_factor").value_or(1.0);
+  if (partial != 1.0 && family != Family::Phi3)
+    config.fail("partial_rotary_factor", "is not 1; partial rotary embeddings are only read for Phi-3");
+}
+
+// Llama 3.1: the divisor of each rotated pair's frequency, as the converter
+// computes it (in float32, like its torch code).
+std::vector<float> llama3_rope_factors(const HfConfig& rope, uint32_t head_dim) {
+  const float base = static_cast<float>(rope.number("rope_theta").value_or(10000.0));
+  const float factor = static_cast<float>(rope.number("factor").value_or(8.0));
+  const float low = static_cast<float>(rope.number("low_freq_factor").value_or(1.0));
+  const float high = static_cast<float>(rope.number("high_freq_factor").value_or(4.0));
+  const float old_ctx = static_cast<float>(rope.number("original_max_position_embeddings").value_or(8192.0));
+  const float low_wavelen = old_ctx / low;
+  const float high_wavelen = old_ctx / high;
+  std::vector<float> out;
+  for (uint32_t i = 0; i < head_dim; i += 2) {
+    const float freq = 1.0f / std::pow(base, static_cast<float>(i) / static_cast<float>(head_dim));
+    const float wavelen = 2.0f * std::numbers::pi_v<float> / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(factor);
+    } else {
+      const float smooth = (old_ctx / wavelen - low) / (high - low);
+      out.push_back(1.0f / ((1.0f - smooth) / factor + smooth));
+    }
+  }
+  return out;
+}
+
+void set_u32(MetadataBuilder& out, const std::string& key, std::optional<uint32_t> v) {
+  if (v) out.set(key, Value::u32(*v));
+}
+void set_f32(MetadataBuilder& out, const std::string& key, std::optional<double> v) {
+  if (v) out.set(key, Value::f32(static_cast<float>(*v)));
+}
+
+// TextModel.set_gguf_parameters: the keys every class that does not override it writes.
+void add_text_model_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder& out) {
+  const std::string p = a.gguf_name + ".";
+  out.set(p + "block_count", Value::u32(a.n_layer));
+  set_u32(out, p + "context_length",
+          c.first_u32({"max_position_embeddings", "n_ctx", "n_positions", "max_length", "max_sequence_length",
+                       "model_max_length"}));
+  set_u32(out, p + "embedding_length", c.first_u32({"hidden_size", "n_embd", "dim"}));
+  set_u32(out, p + "feed_forward_length", c.first_u32({"intermediate_size", "n_inner", "hidden_dim"}));
+  set_u32(out, p + "attention.head_count", c.first_u32({"num_attention_heads", "n_head", "n_heads"}));
+  set_u32(out, p + "attention.head_count_kv", c.first_u32({"num_key_value_heads", "n_kv_heads"}));
+  const HfConfig& rope = c.rope();
+  if (rope.string("rope_type").value_or("") == "linear" && rope.has("factor")) {
+    out.set(p + "rope.scaling.type", Value::string("linear"));
+    set_f32(out, p + "rope.scaling.factor", rope.number("factor"));
+  }
+  set_f32(out, p + "rope.freq_base", rope.number("rope_theta"));
+  set_f32(out, p + "attention.layer_norm_rms_epsilon", c.first_number({"rms_norm_eps", "norm_eps"}));
+  set_f32(out, p + "attention.layer_norm_epsilon",
+          c.first_number({"layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"}));
+  if (c.has("head_dim")) {
+    set_u32(out, p + "attention.key_length", c.u32("head_dim"));
+    set_u32(out, p + "attention.value_length", c.u32("head_dim"));
+  }
+}
+
+void add_llama_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder& out) {
+  add_text_model_keys(c, a, out);
+  out.set("llama.vocab_size", Value::u32(a.n_vocab));
+  out.set("llama.rope.dimension_count", Value::u32(a.head_dim));
+  if (auto window = c.u32("sliding_window"); window && *window > 0)
+    out.set("llama.attention.sliding_window", Value::u32(*window));
+}
+
+void add_phi3_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder& out) {
+  const double partial = c.rope().number("partial_rotary_factor").value_or(1.0);
+  out.set("phi3.context_length", Value::u32(c.required_u32({"n_positions", "max_position_embeddings"})));
+  set_u32(out, "phi3.rope.scaling.original_context_length", c.rope().u32("original_max_position_embeddings"));
+  out.set("phi3.embedding_length", Value::u32(a.n_embd));
+  out.set("phi3.feed_forward_length", Value::u32(c.required_u32({"intermediate_size"})));
+  out.set("phi3.block_count", Value::u32(a.n_layer));
+  out.set("phi3.attention.head_count", Value::u32(a.n_head));
+  out.set("phi3.attention.head_count_kv", Value::u32(a.n_head_kv));
+  set_f32(out, "phi3.attention.layer_norm_rms_epsilon", c.number("rms_norm_eps"));
+  out.set("phi3.rope.dimension_count",
+          Value::u32(static_cast<uint32_t>(partial * a.n_embd) / a.n_head));
+  set_f32(out, "phi3.rope.freq_base", c.rope().number("rope_theta"));
+  out.set("phi3.attention.sliding_window", Value::u32(c.u32("sliding_window").value_or(0)));
+}
+
+void add_gpt2_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder& out) {
+  out.set("gpt2.block_count", Value::u32(a.n_layer));
+  out.set("gpt2.context_length", Value::u32(c.required_u32({"n_ctx", "n_positions"})));
+  out.set("gpt2.embedding_length", Value::u32(a.n_embd));
+  out.set("gpt2.feed_forward_length", Value::u32(c.u32("n_inner").value_or(4 * a.n_embd)));
+  out.set("gpt2.attention.head_count", Value::u32(a.n_head));
+  set_f32(out, "gpt2.attention.layer_norm_epsilon", c.number("layer_norm_epsilon"));
+}
+
+void add_gemma2_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder& out) {
+  out.set("gemma2.context_length", Value::u32(c.required_u32({"max_position_embeddings"})));
+  out.set("gemma2.embedding_length", Value::u32(a.n_embd));
+  out.set("gemma2.block_count", Value::u32(a.n_layer));
+  out.set("gemma2.feed_forward_length", Value::u32(c.required_u32({"intermediate_size"})));
+  out.set("gemma2.attention.head_count", Value::u32(a.n_head));
+  out.set("gemma2.attention.head_count_kv", Value::u32(a.n_head_kv));
+  set_f32(out, "gemma2.attention.layer_norm_rms_epsilon", c.number("rms_norm_eps"));
+  out.set("gemma2.attention.key_length", Value::u32(a.head_dim));
+  out.set("gemma2.attention.value_length", Value::u32(a.head_dim));
+  set_f32(out, "gemma2.attn_logit_softcapping", c.number("attn_logit_softcapping"));
+  set_f32(out, "gemma2.final_logit_softcapping", c.number("final_logit_softcapping"));
+  set_u32(out, "gemma2.attention.sliding_window", c.u32("sliding_window"));
+  set_f32(out, "gemma2.rope.freq_base", c.rope().number("rope_theta"));
+  const uint32_t scalar = c.u32("query_pre_attn_scalar").value_or(a.head_dim);
+  if (scalar != a.head_dim)
+    out.set("gemma2.attention.scale", Value::f32(1.0f / std::sqrt(static_cast<float>(scalar))));
+}
+
+}  // namespace
+
+HfArchitecture read_architecture(const HfConfig& config) {
+  const ClassInfo& info = identify(config);
+  check_supported(config, info.family);
+  HfArchitecture a;
+  a.family = info.family;
+  a.hf_class = std::string(info.hf_class);
+  a.gguf_name = std::string(info.gguf_name);
+  a.n_layer = config.required_u32({"num_hidden_layers", "n_layer", "n_layers", "num_layers"});
+  a.n_embd = config.required_u32({"hidden_size", "n_embd", "dim"});
+  a.n_head = config.required_u32({"num_attention_heads", "n_head", "n_heads"});
+  a.n_head_kv = config.first_u32({"num_key_value_heads", "n_kv_heads"}).value_or(a.n_head);
+  a.n_vocab = config.required_u32({"vocab_size"});
+  if (a.n_layer == 0 || a.n_embd == 0 || a.n_head == 0 || a.n_head_kv == 0 || a.n_vocab == 0)
+    throw ModelError(config.file_name() + ": layer, width, head and vocabulary counts must be positive");
+  if (a.n_head % a.n_head_kv != 0)
+    config.fail("num_key_value_heads", "does not divide num_attention_heads");
+  a.head_dim = config.u32("head_dim").value_or(a.n_embd / a.n_head);
+  if (a.head_dim == 0 || a.head_dim % 2 != 0) config.fail("head_dim", "must be positive and even");
+  a.tied_embeddings = config.boolean("tie_word_embeddings").value_or(a.family == Family::Gemma2 ||
+                                                                       a.family == Family::Gpt2);
+  if (config.rope().string("rope_type").value_or("") == "llama3")
+    a.rope_freqs = llama3_rope_factors(config.rope(), a.head_dim);
+  return a;
+}
+
+void add_architecture_metadata(const HfConfig& config, const HfArchitecture& a, MetadataBuilder& out) {
+  out.set("general.architecture", Value::string(a.gguf_name));
+  out.set("general.type", Value::string("model"));
+  switch (a.family) {
+    case Family::Llama: add_llama_keys(config, a, out); break;
+    case Family::Qwen2:
+    case Family::Qwen3: add_text_model_keys(config, a, out); break;
+    case Family::Phi3: add_phi3_keys(config, a, out); break;
+    case Family::Gpt2: add_gpt2_keys(config, a, out); break;
+    case Family::Gemma2: add_gemma2_keys(config, a, out); break;
+  }
+}
+
+}  // namespace lamina::model::hf

@@ -1,0 +1,273 @@
+#include "hf/tensor_mapping.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+#include "lamina/model/config.h"
+#include "lamina/quant/half.h"
+
+namespace lamina::model::hf {
+namespace {
+
+enum class Change {
+  None,
+  PermuteHeads,    // rotate-half rows -> adjacent pairs, per head (Llama Q/K)
+  Transpose,       // Conv1D [in, out] -> [out, in] (GPT-2)
+  AddOne,          // (1 + w) norms stored as multipliers (Gemma)
+  Skip,            // not needed (buffers such as rotary_emb.inv_freq)
+};
+
+struct Target {
+  std::string name;
+  Change change = Change::None;
+  uint32_t permute_heads = 0;
+};
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// "N.rest" -> (N, rest).
+std::optional<std::pair<uint32_t, std::string_view>> split_layer(std::string_view s) {
+  uint32_t layer = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), layer);
+  if (ec != std::errc() || end == s.data() || end == s.data() + s.size() || *end != '.') return std::nullopt;
+  return std::make_pair(layer, s.substr(static_cast<std::size_t>(end - s.data()) + 1));
+}
+
+std::optional<Target> map_gpt2_name(std::string_view name) {
+  if (starts_with(name, "transformer.")) name.remove_prefix(12);
+  if (name == "wte.weight") return Target{"token_embd.weight"};
+  if (name == "wpe.weight") return Target{"position_embd.weight"};
+  if (name == "ln_f.weight") return Target{"output_norm.weight"};
+  if (name == "ln_f.bias") return Target{"output_norm.bias"};
+  if (name == "lm_head.weight") return Target{"output.weight"};
+  if (!starts_with(name, "h.")) return std::nullopt;
+  const auto layer = split_layer(name.substr(2));
+  if (!layer) return std::nullopt;
+  const std::string blk = "blk." + std::to_string(layer->first) + ".";
+  const std::string_view rest = layer->second;
+  if (rest == "attn.bias" || rest == "attn.masked_bias") return Target{"", Change::Skip};
+  static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
+      {"ln_1.", "attn_norm."},          {"ln_2.", "ffn_norm."},  {"attn.c_attn.", "attn_qkv."},
+      {"attn.c_proj.", "attn_output."}, {"mlp.c_fc.", "ffn_up."}, {"mlp.c_proj.", "ffn_down."},
+  };
+  for (const auto& [hf, gguf] : kParts) {
+    if (!starts_with(rest, hf)) continue;
+    const std::string_view suffix = rest.substr(hf.size());
+    if (suffix != "weight" && suffix != "bias") return std::nullopt;
+    const bool conv1d = suffix == "weight" && hf != "ln_1." && hf != "ln_2.";
+    return Target{blk + std::string(gguf) + std::string(suffix), conv1d ? Change::Transpose : Change::None};
+  }
+  return std::nullopt;
+}
+
+std::optional<Target> map_layer_part(const HfArchitecture& a, uint32_t layer, std::string_view rest) {
+  const std::string blk = "blk." + std::to_string(layer) + ".";
+  const bool gemma = a.family == Family::Gemma2;
+  const Change norm = gemma ? Change::AddOne : Change::None;
+  if (rest == "self_attn.rotary_emb.inv_freq") return Target{"", Change::Skip};
+  if (rest == "input_layernorm.weight") return Target{blk + "attn_norm.weight", norm};
+  if (rest == "post_attention_layernorm.weight")
+    return Target{blk + (gemma ? "post_attention_norm.weight" : "ffn_norm.weight"), norm};
+  if (gemma && rest == "pre_feedforward_layernorm.weight") return Target{blk + "ffn_norm.weight", norm};
+  if (gemma && rest == "post_feedforward_layernorm.weight") return Target{blk + "post_ffw_norm.weight", norm};
+  if (rest == "self_attn.q_norm.weight") return Target{blk + "attn_q_norm.weight"};
+  if (rest == "self_attn.k_norm.weight") return Target{blk + "attn_k_norm.weight"};
+  if (rest == "self_attn.qkv_proj.weight") return Target{blk + "attn_qkv.weight"};
+  if (rest == "mlp.gate_up_proj.weight") return Target{blk + "ffn_up.weight"};
+  static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
+      {"self_attn.q_proj.", "attn_q."}, {"self_attn.k_proj.", "attn_k."},  {"self_attn.v_proj.", "attn_v."},
+      {"self_attn.o_proj.", "attn_output."}, {"mlp.gate_proj.", "ffn_gate."}, {"mlp.up_proj.", "ffn_up."},
+      {"mlp.down_proj.", "ffn_down."},
+  };
+  for (const auto& [hf, gguf] : kParts) {
+    if (!starts_with(rest, hf)) continue;
+    const std::string_view suffix = rest.substr(hf.size());
+    if (suffix != "weight" && suffix != "bias") return std::nullopt;
+    Target t{blk + std::string(gguf) + std::string(suffix)};
+    // The converter's LlamaModel.permute: Q with the query heads, K with the KV heads.
+    if (a.family == Family::Llama && hf == "self_attn.q_proj.") t = {t.name, Change::PermuteHeads, a.n_head};
+    if (a.family == Family::Llama && hf == "self_attn.k_proj.") t = {t.name, Change::PermuteHeads, a.n_head_kv};
+    return t;
+  }
+  return std::nullopt;
+}
+
+std::optional<Target> map_name(const HfArchitecture& a, std::string_view name) {
+  if (a.family == Family::Gpt2) return map_gpt2_name(name);
+  if (name == "lm_head.weight") {
+    // Gemma ties its output to the embedding; llama.cpp never reads lm_head.
+    if (a.family == Family::Gemma2) return Target{"", Change::Skip};
+    return Target{"output.weight"};
+  }
+  if (!starts_with(name, "model.")) return std::nullopt;
+  name.remove_prefix(6);
+  if (name == "embed_tokens.weight") return Target{"token_embd.weight"};
+  if (name == "norm.weight") return Target{"output_norm.weight", a.family == Family::Gemma2 ? Change::AddOne : Change::None};
+  if (!starts_with(name, "layers.")) return std::nullopt;
+  const auto layer = split_layer(name.substr(7));
+  if (!layer || layer->first >= a.n_layer) return std::nullopt;
+  return map_layer_part(a, layer->first, layer->second);
+}
+
+gguf::TensorType gguf_type(Dtype d) {
+  switch (d) {
+    case Dtype::F32: return gguf::TensorType::F32;
+    case Dtype::F16: return gguf::TensorType::F16;
+    case Dtype::BF16: return gguf::TensorType::BF16;
+  }
+  return gguf::TensorType::F32;
+}
+
+float element_as_f32(Dtype d, const std::byte* p) {
+  if (d == Dtype::F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return d == Dtype::F16 ? quant::f16_to_f32(h) : quant::bf16_to_f32(h);
+}
+
+class TensorBuilder {
+ public:
+  TensorBuilder(const CheckpointTensor& source, OwnedBuffers& owned) : src_(source.tensor), file_(source.file), owned_(owned) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ModelError(file_ + ": tensor '" + src_.name + "' " + what);
+  }
+
+  gguf::TensorInfo build(const Target& target) {
+    const auto& shape = src_.shape;
+    if (shape.empty() || shape.size() > 2) fail("has " + std::to_string(shape.size()) + " dimensions (1 or 2 expected)");
+    for (uint64_t d : shape) {
+      if (d == 0) fail("has an empty dimension");
+    }
+    gguf::TensorInfo t;
+    t.name = target.name;
+    t.n_dims = static_cast<uint32_t>(shape.size());
+    for (std::size_t d = 0; d < shape.size(); ++d) t.ne[d] = shape[shape.size() - 1 - d];
+    const std::size_t esize = dtype_size(src_.dtype);
+    const bool one_dim = shape.size() == 1;
+
+    if (one_dim || target.change == Change::AddOne) {
+      // The converter stores 1-D tensors (and the shifted norms) as F32.
+      std::vector<float> values(src_.n_elements());
+      for (std::size_t i = 0; i < values.size(); ++i) values[i] = element_as_f32(src_.dtype, src_.data.data() + i * esize);
+      if (target.change == Change::AddOne) {
+        for (float& v : values) v += 1.0f;
+      }
+      if (target.change == Change::PermuteHeads) values = permute_heads(values, target.permute_heads);
+      if (target.change == Change::Transpose) fail("is 1-D but its layer stores a matrix");
+      t.type = gguf::TensorType::F32;
+      t.data = own(reinterpret_cast<const std::byte*>(values.data()), values.size() * 4);
+      return t;
+    }
+
+    t.type = gguf_type(src_.dtype);
+    const uint64_t rows = shape[0], cols = shape[1];
+    switch (target.change) {
+      case Change::None: {
+        const bool aligned = reinterpret_cast<std::uintptr_t>(src_.data.data()) % esize == 0;
+        t.data = aligned ? src_.data : own(src_.data.data(), src_.data.size());
+        return t;
+      }
+      case Change::PermuteHeads: {
+        const uint32_t heads = target.permute_heads;
+        if (heads == 0 || rows % (2 * uint64_t{heads}) != 0)
+          fail("has " + std::to_string(rows) + " rows, not a whole number of heads of " + std::to_string(heads));
+        const uint64_t head_rows = rows / heads, half = head_rows / 2, row_bytes = cols * esize;
+        std::byte* out = allocate(src_.data.size());
+        for (uint64_t h = 0; h < heads; ++h) {
+          for (uint64_t i = 0; i < half; ++i) {
+            for (uint64_t j = 0; j < 2; ++j) {
+              const uint64_t from = h * head_rows + j * half + i, to = h * head_rows + 2 * i + j;
+              std::memcpy(out + to * row_bytes, src_.data.data() + from * row_bytes, row_bytes);
+            }
+          }
+        }
+        t.data = {out, src_.data.size()};
+        return t;
+      }
+      case Change::Transpose: {
+        std::byte* out = allocate(src_.data.size());
+        for (uint64_t r = 0; r < rows; ++r) {
+          for (uint64_t c = 0; c < cols; ++c)
+            std::memcpy(out + (c * rows + r) * esize, src_.data.data() + (r * cols + c) * esize, esize);
+        }
+        t.ne[0] = rows;
+        t.ne[1] = cols;
+        t.data = {out, src_.data.size()};
+        return t;
+      }
+      case Change::AddOne:
+      case Change::Skip: break;
+    }
+    fail("cannot be converted");
+  }
+
+ private:
+  // Rotate-half order to adjacent pairs within each head of a 1-D bias.
+  std::vector<float> permute_heads(const std::vector<float>& v, uint32_t heads) const {
+    if (heads == 0 || v.size() % (2 * std::size_t{heads}) != 0)
+      fail("has " + std::to_string(v.size()) + " values, not a whole number of heads of " + std::to_string(heads));
+    const std::size_t head = v.size() / heads, half = head / 2;
+    std::vector<float> out(v.size());
+    for (std::size_t h = 0; h < heads; ++h) {
+      for (std::size_t i = 0; i < half; ++i) {
+        out[h * head + 2 * i] = v[h * head + i];
+        out[h * head + 2 * i + 1] = v[h * head + half + i];
+      }
+    }
+    return out;
+  }
+
+  std::byte* allocate(std::size_t n) {
+    owned_.push_back(std::make_unique<std::byte[]>(n));
+    return owned_.back().get();
+  }
+  std::span<const std::byte> own(const std::byte* data, std::size_t n) {
+    std::byte* p = allocate(n);
+    std::memcpy(p, data, n);
+    return {p, n};
+  }
+
+  const SafetensorsTensor& src_;
+  const std::string& file_;
+  OwnedBuffers& owned_;
+};
+
+}  // namespace
+
+std::vector<gguf::TensorInfo> map_tensors(const Checkpoint& checkpoint, const HfArchitecture& a, OwnedBuffers& owned) {
+  std::vector<gguf::TensorInfo> out;
+  if (!a.rope_freqs.empty()) {
+    gguf::TensorInfo t;
+    t.name = "rope_freqs.weight";
+    t.n_dims = 1;
+    t.ne[0] = a.rope_freqs.size();
+    t.type = gguf::TensorType::F32;
+    const std::size_t n = a.rope_freqs.size() * sizeof(float);
+    owned.push_back(std::make_unique<std::byte[]>(n));
+    std::memcpy(owned.back().get(), a.rope_freqs.data(), n);
+    t.data = {owned.back().get(), n};
+    out.push_back(std::move(t));
+  }
+  for (const auto& ct : checkpoint.tensors()) {
+    const std::optional<Target> target = map_name(a, ct.tensor.name);
+    if (!target)
+      throw ModelError(ct.file + ": tensor '" + ct.tensor.name + "' has no place in a " + a.hf_class + " model");
+    if (target->change == Change::Skip) continue;
+    out.push_back(TensorBuilder(ct, owned).build(*target));
+  }
+  // An untied model without its head would silently run with the embedding instead.
+  const bool has_output = std::any_of(out.begin(), out.end(), [](const auto& t) { return t.name == "output.weight"; });
+  if (!a.tied_embeddings && !has_output)
+    throw ModelError("config.json: tie_word_embeddings is false but the checkpoint has no lm_head.weight");
+  return out;
+}
+
+}  // namespace lamina::model::hf

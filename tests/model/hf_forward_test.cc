@@ -1,0 +1,190 @@
+// Every Hugging Face folder of the test data loaded directly (-m DIR) and run
+// against transformers' float32 outputs: the prompt's logits, the 32 greedy
+// ids, and the logits of each teacher-forced generation step.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "hf_test_util.h"
+#include "lamina/model/forward.h"
+#include "lamina/model/generate.h"
+#include "lamina/model/model.h"
+
+namespace lamina::model {
+namespace {
+
+using namespace hf_test;
+
+// README: transformers' f32 is within 3.7e-5 of float64 and the smallest
+// top-1/top-2 gap is 2.6e-3, so 1e-3 separates rounding from any real error.
+constexpr double kLogitTolerance = 1e-3;
+
+std::size_t argmax(std::span<const float> row) {
+  return static_cast<std::size_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+double max_abs_diff(std::span<const float> a, std::span<const float> b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return m;
+}
+
+struct Reference {
+  std::vector<int32_t> prompt, greedy;
+  std::vector<float> logits, gen_logits;  // [8 x V], [32 x V]
+};
+
+Reference read_reference(const fs::path& dir, const std::string& case_name, const std::string& prefix) {
+  const auto ref = read_json(dir / "reference.json");
+  const auto& c = ref["cases"][case_name];
+  return {c["prompt_ids"].get<std::vector<int32_t>>(), c["greedy_ids"].get<std::vector<int32_t>>(),
+          read_f32(dir / (prefix + "logits.f32")), read_f32(dir / (prefix + "gen_logits.f32"))};
+}
+
+// Runs the prompt, then feeds the reference's greedy ids one at a time through
+// the KV cache; returns every row in the layout of the reference files.
+std::pair<std::vector<float>, std::vector<float>> teacher_forced(const Model& model, const ForwardOptions& options,
+                                                                 const Reference& ref) {
+  CpuForward fwd(model, options);
+  const uint32_t V = model.config().n_vocab;
+  std::vector<TokenInput> batch;
+  for (std::size_t i = 0; i < ref.prompt.size(); ++i)
+    batch.push_back({ref.prompt[i], static_cast<uint32_t>(i), 0, true});
+  const auto prompt_rows = fwd.decode(batch);
+  std::vector<float> prompt(prompt_rows.begin(), prompt_rows.end());
+  std::vector<float> gen(prompt.end() - V, prompt.end());
+  for (std::size_t s = 0; s + 1 < ref.greedy.size(); ++s) {
+    const TokenInput t{ref.greedy[s], static_cast<uint32_t>(ref.prompt.size() + s), 0, true};
+    const auto row = fwd.decode({&t, 1});
+    gen.insert(gen.end(), row.begin(), row.end());
+  }
+  return {prompt, gen};
+}
+
+class HfForward : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfForward, MatchesTransformersFloat32) {
+  const fs::path dir = hf_root() / GetParam();
+  if (!fs::exists(dir)) GTEST_SKIP() << "test data not found at " << dir;
+  const auto model = Model::load(dir);
+  const Reference ref = read_reference(dir, "public", "public.");
+  const uint32_t V = model->config().n_vocab;
+  ASSERT_EQ(ref.logits.size(), ref.prompt.size() * V);
+  ASSERT_EQ(ref.gen_logits.size(), ref.greedy.size() * V);
+
+  const ForwardOptions exact{.n_ctx = 64, .n_threads = 1, .exact_activations = true};
+  const auto [prompt, gen] = teacher_forced(*model, exact, ref);
+  const double prompt_diff = max_abs_diff(prompt, ref.logits);
+  const double gen_diff = max_abs_diff(gen, ref.gen_logits);
+  EXPECT_LE(prompt_diff, kLogitTolerance);
+  EXPECT_LE(gen_diff, kLogitTolerance);
+  for (std::size_t s = 0; s < ref.greedy.size(); ++s)
+    EXPECT_EQ(argmax(std::span(gen).subspan(s * V, V)), static_cast<std::size_t>(ref.greedy[s])) << "step " << s;
+
+  // The greedy loop itself, free-running over the KV cache.
+  CpuForward fwd(*model, exact);
+  GenerateOptions options;
+  options.n_predict = static_cast<int32_t>(ref.greedy.size());
+  options.sampling.temperature = 0.0f;
+  options.stop_at_eog = false;
+  EXPECT_EQ(generate(*model, fwd, ref.prompt, options).generated_ids, ref.greedy);
+
+  RecordProperty("prompt_max_abs_diff", std::to_string(prompt_diff));
+  RecordProperty("gen_max_abs_diff", std::to_string(gen_diff));
+  std::printf("%-10s prompt logits max |diff| %.3g, teacher-forced %.3g\n", GetParam().c_str(), prompt_diff, gen_diff);
+}
+
+INSTANTIATE_TEST_SUITE_P(Folders, HfForward, ::testing::ValuesIn(hf_dirs()),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// Statistics of `ours` against `ref` ([rows x V] each), as the README defines them.
+struct Agreement {
+  double rms_over_std = 0, mean_kl = 0, max_kl = 0;
+  std::size_t argmax_agree = 0, rows = 0;
+};
+
+Agreement compare(std::span<const float> ours, std::span<const float> ref, uint32_t V) {
+  Agreement a;
+  a.rows = ref.size() / V;
+  double sum = 0, sum_sq = 0, diff_sq = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    sum += ref[i];
+    sum_sq += static_cast<double>(ref[i]) * ref[i];
+    diff_sq += (static_cast<double>(ours[i]) - ref[i]) * (static_cast<double>(ours[i]) - ref[i]);
+  }
+  const double n = static_cast<double>(ref.size());
+  a.rms_over_std = std::sqrt(diff_sq / n) / std::sqrt(sum_sq / n - (sum / n) * (sum / n));
+  for (std::size_t r = 0; r < a.rows; ++r) {
+    const auto p = ref.subspan(r * V, V), q = ours.subspan(r * V, V);
+    const double pm = *std::max_element(p.begin(), p.end()), qm = *std::max_element(q.begin(), q.end());
+    double pz = 0, qz = 0;
+    for (uint32_t v = 0; v < V; ++v) {
+      pz += std::exp(p[v] - pm);
+      qz += std::exp(q[v] - qm);
+    }
+    double kl = 0;
+    for (uint32_t v = 0; v < V; ++v) {
+      const double lp = p[v] - pm - std::log(pz), lq = q[v] - qm - std::log(qz);
+      kl += std::exp(lp) * (lp - lq);
+    }
+    a.mean_kl += kl / static_cast<double>(a.rows);
+    a.max_kl = std::max(a.max_kl, kl);
+    a.argmax_agree += argmax(p) == argmax(q) ? 1 : 0;
+  }
+  return a;
+}
+
+// qwen2-bf16 the second way: lamina's default numerics (activations rounded
+// for the bf16 weights) against transformers computing wholly in bfloat16,
+// with the README's statistical limits for bf16 computation.
+TEST(HfForwardBf16, DefaultNumericsAgreeWithBf16Computation) {
+  const fs::path dir = hf_root() / "qwen2-bf16";
+  if (!fs::exists(dir)) GTEST_SKIP() << "test data not found at " << dir;
+  const auto model = Model::load(dir);
+  const Reference ref = read_reference(dir, "public_bf16_compute", "public.bf16-compute.");
+  const uint32_t V = model->config().n_vocab;
+  const auto [prompt, gen] = teacher_forced(*model, {.n_ctx = 64, .n_threads = 1}, ref);
+  for (const auto& [name, ours, theirs] :
+       {std::tuple{"prompt", std::span<const float>(prompt), std::span<const float>(ref.logits)},
+        std::tuple{"teacher-forced", std::span<const float>(gen), std::span<const float>(ref.gen_logits)}}) {
+    const Agreement a = compare(ours, theirs, V);
+    EXPECT_LE(a.rms_over_std, 0.05) << name;
+    EXPECT_LE(a.mean_kl, 2e-3) << name;
+    EXPECT_LE(a.max_kl, 1e-2) << name;
+    EXPECT_GE(static_cast<double>(a.argmax_agree), 0.9 * static_cast<double>(a.rows)) << name;
+    std::printf("qwen2-bf16 default numerics vs bf16 compute, %s: rms/std %.4f, mean KL %.2e, max KL %.2e, argmax %zu/%zu\n",
+                name, a.rms_over_std, a.mean_kl, a.max_kl, a.argmax_agree, a.rows);
+  }
+}
+
+// --quantize at load: the matrices become Q8_0 and the model still follows
+// transformers closely (the README's limits for bf16 computation, which Q8_0
+// weights are well within).
+TEST(HfForwardQuantized, Q8_0AtLoadStaysClose) {
+  const fs::path dir = hf_root() / "llama";
+  if (!fs::exists(dir)) GTEST_SKIP() << "test data not found at " << dir;
+  LoadOptions options;
+  options.quantize = quant::QuantFormat::Q8_0;
+  const auto model = Model::load(dir, options);
+  EXPECT_EQ(model->file().tensor("blk.0.attn_q.weight").type, gguf::TensorType::Q8_0);
+  EXPECT_EQ(model->file().tensor("output.weight").type, gguf::TensorType::Q8_0);
+  EXPECT_EQ(model->file().tensor("blk.0.attn_norm.weight").type, gguf::TensorType::F32);
+  const Reference ref = read_reference(dir, "public", "public.");
+  const uint32_t V = model->config().n_vocab;
+  const auto [prompt, gen] = teacher_forced(*model, {.n_ctx = 64, .n_threads = 1, .exact_activations = true}, ref);
+  const Agreement a = compare(gen, ref.gen_logits, V);
+  EXPECT_LE(a.rms_over_std, 0.05);
+  EXPECT_LE(a.mean_kl, 2e-3);
+  EXPECT_GE(static_cast<double>(a.argmax_agree), 0.9 * static_cast<double>(a.rows));
+  std::printf("llama --quantize Q8_0, teacher-forced: rms/std %.4f, mean KL %.2e, argmax %zu/%zu\n", a.rms_over_std,
+              a.mean_kl, a.argmax_agree, a.rows);
+}
+
+}  // namespace
+}  // namespace lamina::model

@@ -1,0 +1,71 @@
+#include "chat_prompt.h"
+
+#include <stdexcept>
+
+namespace lamina::serve {
+namespace {
+
+std::string special_text(const model::Tokenizer& tok, int32_t id) {
+  return id >= 0 ? tok.token_to_piece(id) : std::string();
+}
+
+}  // namespace
+
+ChatPrompter::ChatPrompter(const model::Model& model, std::string_view family)
+    : model_(model),
+      builtin_{model::ChatFamily::ChatMl, {}},
+      bos_(special_text(model.tokenizer(), model.tokenizer().bos_id())),
+      eos_(special_text(model.tokenizer(), model.tokenizer().eos_id())) {
+  if (!family.empty()) {
+    const auto named = model::chat_format_by_name(family);
+    if (!named) throw std::runtime_error("--chat-template: unknown family '" + std::string(family) + "'");
+    builtin_ = *named;
+    description_ = std::string(model::chat_family_name(builtin_.family)) + " (--chat-template)";
+    return;
+  }
+  model_chat_.emplace(model);
+  if (!model_chat_->has_template()) {
+    model_chat_.reset();
+    description_ = "chatml (the model has no chat template)";
+    return;
+  }
+  description_ = model_chat_->uses_jinja() ? "the model's Jinja template"
+                                           : "a built-in format matching the model's template";
+  // A template that cannot be rendered at all would fail every request; one
+  // that objects to this conversation (raise_exception) may accept others.
+  try {
+    model_chat_->render({{"user", "Hello"}});
+  } catch (const model::ChatTemplateError& e) {
+    using Kind = model::ChatTemplateError::Kind;
+    if (e.kind() == Kind::Raised || e.kind() == Kind::Render) return;
+    model_chat_.reset();
+    description_ = std::string("chatml (the model's template fails: ") + e.what() + ")";
+  }
+}
+
+std::string ChatPrompter::render(const std::vector<model::ChatMessage>& messages, bool enable_thinking) const {
+  if (!model_chat_)
+    return model::render_chat(builtin_, messages, /*add_generation_prompt=*/true, bos_, eos_, enable_thinking);
+  // The flag only when a request turns thinking off: templates that test
+  // `enable_thinking is defined` must see what they see without it.
+  std::vector<std::pair<std::string, bool>> flags;
+  if (!enable_thinking) flags.emplace_back("enable_thinking", false);
+  try {
+    return model_chat_->render(messages, /*add_generation_prompt=*/true, flags);
+  } catch (const model::ChatTemplateError& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
+
+std::vector<int32_t> ChatPrompter::tokens(const std::vector<model::ChatMessage>& messages,
+                                          bool enable_thinking) const {
+  const model::Tokenizer& tok = model_.tokenizer();
+  std::vector<int32_t> ids = tok.encode(render(messages, enable_thinking), /*add_special=*/false,
+                                        /*parse_special=*/true);
+  // Templates that do not write the BOS text still expect the token.
+  if (tok.add_bos() && tok.bos_id() >= 0 && (ids.empty() || ids.front() != tok.bos_id()))
+    ids.insert(ids.begin(), tok.bos_id());
+  return ids;
+}
+
+}  // namespace lamina::serve

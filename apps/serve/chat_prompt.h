@@ -1,0 +1,42 @@
+// Chat messages to prompt tokens, with the model's chat template.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lamina/model/chat.h"
+#include "lamina/model/chat_template.h"
+#include "lamina/model/model.h"
+
+namespace lamina::serve {
+
+class ChatPrompter {
+ public:
+  // `family` names a built-in format (chatml, llama3, ...) to use instead of
+  // the model's template; empty: the model's own Jinja template, ChatML when
+  // it has none (or one that cannot be rendered at all).
+  // Throws std::runtime_error for an unknown family name.
+  ChatPrompter(const model::Model& model, std::string_view family);
+
+  // Throws std::invalid_argument when the template refuses the conversation
+  // (e.g. turns that do not alternate) or fails on it.
+  std::vector<int32_t> tokens(const std::vector<model::ChatMessage>& messages, bool enable_thinking) const;
+
+  // Which format is used and why, for the startup log.
+  const std::string& description() const { return description_; }
+
+ private:
+  std::string render(const std::vector<model::ChatMessage>& messages, bool enable_thinking) const;
+
+  const model::Model& model_;
+  std::optional<model::ModelChat> model_chat_;  // the model's template
+  model::ChatFormat builtin_;                   // otherwise
+  std::string bos_;
+  std::string eos_;
+  std::string description_;
+};
+
+}  // namespace lamina::serve

@@ -1,0 +1,55 @@
+#include "completion_channel.h"
+
+namespace lamina::serve {
+
+CompletionChannel::CompletionChannel(Metrics& metrics, std::string endpoint, Clock::time_point arrival)
+    : metrics_(metrics), endpoint_(std::move(endpoint)), arrival_(arrival) {}
+
+model::CompletionCallbacks CompletionChannel::callbacks() {
+  auto self = shared_from_this();
+  model::CompletionCallbacks c;
+  c.on_token = [self](const model::TokenEvent& e) { return self->on_token(e); };
+  c.on_done = [self](const model::CompletionResult& r) { self->on_done(r); };
+  return c;
+}
+
+bool CompletionChannel::on_token(const model::TokenEvent& event) {
+  const auto now = Clock::now();
+  const double since = std::chrono::duration<double>(now - last_token_.value_or(arrival_)).count();
+  if (last_token_)
+    metrics_.observe_inter_token_latency(since);
+  else
+    metrics_.observe_time_to_first_token(since);
+  last_token_ = now;
+  if (abandoned_.load()) return false;
+  {
+    std::lock_guard lock(mutex_);
+    tokens_.push_back(event);
+  }
+  ready_.notify_one();
+  return true;
+}
+
+void CompletionChannel::on_done(const model::CompletionResult& result) {
+  metrics_.count_completion(endpoint_, model::finish_reason_name(result.finish), result,
+                            std::chrono::duration<double>(Clock::now() - arrival_).count());
+  {
+    std::lock_guard lock(mutex_);
+    done_ = result;
+  }
+  ready_.notify_one();
+}
+
+CompletionChannel::Update CompletionChannel::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  ready_.wait_for(lock, timeout, [this] { return !tokens_.empty() || done_.has_value(); });
+  Update u;
+  u.tokens.swap(tokens_);
+  if (done_) {
+    u.done = std::move(done_);
+    done_.reset();
+  }
+  return u;
+}
+
+}  // namespace lamina::serve

@@ -1,0 +1,64 @@
+// Parsing and validating the JSON body of /v1/chat/completions and
+// /v1/completions into what the engine runs. Every rejection is an ApiError
+// (400) naming the offending parameter.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lamina/model/chat.h"
+#include "lamina/model/engine.h"
+
+namespace lamina::serve {
+
+enum class Endpoint { ChatCompletions, Completions };
+
+// What the server falls back to for fields a request leaves out, and the
+// limits it enforces.
+struct RequestDefaults {
+  // OpenAI's defaults unless the server was started with others: temperature
+  // 1, top_p 1, no top-k or min-p, no penalties.
+  model::SamplerOptions sampling = openai_sampling();
+  int32_t chat_max_tokens = -1;        // -1: until the context is full
+  int32_t completion_max_tokens = 16;  // OpenAI's default for the legacy endpoint
+  int32_t max_tokens_cap = 0;          // > 0: larger max_tokens are refused
+  std::size_t max_stop_strings = 16;
+
+  static model::SamplerOptions openai_sampling();
+};
+
+// The prompt of /v1/completions: text, or token ids given directly.
+struct CompletionPrompt {
+  std::string text;
+  std::vector<int32_t> ids;
+  bool is_ids = false;
+};
+
+struct ParsedRequest {
+  Endpoint endpoint = Endpoint::ChatCompletions;
+  std::string model;  // empty when the request names none
+  std::vector<model::ChatMessage> messages;  // chat
+  bool enable_thinking = true;               // chat_template_kwargs.enable_thinking
+  CompletionPrompt prompt;                   // completions
+  model::CompletionRequest completion;       // everything but the prompt ids
+  bool seed_given = false;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;       // log-probabilities were asked for
+  std::string user;
+};
+
+// Parses `body` as JSON; 400 when it is not valid JSON (invalid UTF-8
+// included), nested deeper than the limit, or not an object.
+nlohmann::json parse_json_body(std::string_view body);
+
+// Validates a parsed body for `endpoint`. A request without a seed gets
+// `random_seed`.
+ParsedRequest parse_completion_request(const nlohmann::json& body, Endpoint endpoint, const RequestDefaults& defaults,
+                                       uint64_t random_seed);
+
+}  // namespace lamina::serve

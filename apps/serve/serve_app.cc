@@ -1,0 +1,175 @@
+#include "serve_app.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "chat_prompt.h"
+#include "http_server.h"
+#include "lamina/model/engine.h"
+#include "lamina/model/gpu_forward.h"
+#include "lamina/model/model.h"
+#include "metrics.h"
+
+namespace lamina::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After SIGINT/SIGTERM and the grace period, cancelled streams get this long
+// to send their last event, and connections this long to close, before the
+// process exits regardless.
+constexpr auto kCancelGrace = std::chrono::seconds(1);
+
+std::string read_api_key(const std::string& path) {
+  std::ifstream in(path);
+  std::string key;
+  if (!in || !std::getline(in, key)) throw std::runtime_error(path + ": cannot read the API key");
+  while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
+  if (key.empty()) throw std::runtime_error(path + ": the API key is empty");
+  return key;
+}
+
+sigset_t shutdown_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+int wait_for_signal(const sigset_t& set) {
+  int sig = 0;
+  while (sigwait(&set, &sig) != 0) {
+  }
+  return sig;
+}
+
+// serve() on its own thread; the main thread waits for a signal.
+class ServingThread {
+ public:
+  explicit ServingThread(HttpServer& server) {
+    thread_ = std::thread([this, &server] {
+      server.serve();
+      {
+        std::lock_guard lock(mutex_);
+        done_ = true;
+      }
+      finished_.notify_all();
+      // Serving ended without being asked to (the listening socket failed): wake the main thread.
+      if (!stopping_.load()) kill(getpid(), SIGTERM);
+    });
+  }
+  ~ServingThread() {
+    if (thread_.joinable()) thread_.join();
+  }
+  void mark_stopping() { stopping_.store(true); }
+  bool wait_done(Clock::duration timeout) {
+    std::unique_lock lock(mutex_);
+    return finished_.wait_for(lock, timeout, [this] { return done_; });
+  }
+
+ private:
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::mutex mutex_;
+  std::condition_variable finished_;
+  bool done_ = false;
+};
+
+std::string model_file_stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+}  // namespace
+
+int run_server(AppOptions o) {
+  const auto model = model::Model::load(o.model_path);
+  if (o.alias.empty()) o.alias = model_file_stem(o.model_path);
+  if (!o.api_key_file.empty()) o.server.api_key = read_api_key(o.api_key_file);
+
+  // Every thread started from here on (engine, compute pool, HTTP workers)
+  // inherits the blocked set, so the signals reach only sigwait() below.
+  const sigset_t signals = shutdown_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  model::ForwardOptions fo;
+  fo.n_ctx = o.n_ctx;
+  fo.n_seq = o.n_parallel;
+  fo.max_batch = o.batch_size;
+  fo.n_threads = o.n_threads;
+  fo.kv_type = o.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
+  model::GpuOptions gpu;
+  gpu.device = o.gpu_index;
+  gpu.parity_check = o.parity_check;
+  std::string device_note;
+  const auto forward = model::make_forward(*model, fo, *model::parse_device(o.device), gpu, &device_note);
+  if (!device_note.empty()) std::fprintf(stderr, "lamina-serve: %s\n", device_note.c_str());
+
+  model::EngineOptions eo;
+  eo.max_queue = o.max_queue;
+  eo.max_step_tokens = o.batch_size;
+  eo.prefill_chunk = std::min<uint32_t>(eo.prefill_chunk, o.batch_size);
+  eo.prefix_cache = o.prefix_cache;
+  model::Engine engine(*model, *forward, eo);
+
+  const ChatPrompter chat(*model, o.chat_template);
+  Metrics metrics;
+  ServerOptions so = o.server;
+  so.model_name = o.alias;
+  const bool on_gpu = forward->backend_name().starts_with("CUDA");
+  so.system_fingerprint = std::string("lamina-") + LAMINA_VERSION + (on_gpu ? "-cuda" : "-cpu");
+  // A worker per connection: every slot and queued request, and spares for the other routes.
+  if (so.http_threads <= 0) so.http_threads = static_cast<int>(o.n_parallel + o.max_queue + 32);
+  ServeContext ctx(*model, engine, chat, metrics, so);
+
+  HttpServer server(ctx);
+  const int port = server.bind();
+  std::fprintf(stderr,
+               "lamina-serve: model %s (%s), %s, context %u tokens x %u slots, queue %u, chat format %s\n"
+               "lamina-serve: listening on http://%s:%d\n",
+               so.model_name.c_str(), o.model_path.c_str(), forward->backend_name().c_str(), engine.n_ctx(),
+               o.n_parallel, o.max_queue, chat.description().c_str(), so.host.c_str(), port);
+  std::fflush(stderr);
+
+  ServingThread serving(server);
+  const int sig = wait_for_signal(signals);
+  serving.mark_stopping();
+  std::fprintf(stderr, "lamina-serve: %s: finishing %u requests in flight (up to %d s)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", ctx.in_flight.count(), o.shutdown_timeout_s);
+  // A second signal ends the process at once.
+  std::thread([signals] {
+    wait_for_signal(signals);
+    std::fprintf(stderr, "lamina-serve: second signal: exiting now\n");
+    std::_Exit(1);
+  }).detach();
+
+  server.begin_draining();
+  if (!ctx.in_flight.wait_idle(Clock::now() + std::chrono::seconds(o.shutdown_timeout_s))) {
+    std::fprintf(stderr, "lamina-serve: cancelling %u requests still running\n", ctx.in_flight.count());
+    engine.shutdown(/*finish_running=*/false);
+    ctx.in_flight.wait_idle(Clock::now() + kCancelGrace);
+  }
+  server.stop();
+  if (!serving.wait_done(kCancelGrace)) {
+    // Nothing is in flight any more, but cpp-httplib waits out the keep-alive
+    // timeout of idle connections (or a worker is stuck writing to a client
+    // that stopped reading): exit without waiting for them.
+    std::fprintf(stderr, "lamina-serve: stopped (left %s)\n",
+                 ctx.in_flight.count() ? "streams that stopped reading" : "idle connections");
+    std::fflush(stderr);
+    std::_Exit(0);
+  }
+  std::fprintf(stderr, "lamina-serve: stopped\n");
+  return 0;
+}
+
+}  // namespace lamina::serve

@@ -144,8 +144,13 @@ void MatMulRows(const void* weights, size_t n_in, size_t n_out, size_t o_begin, 
   for (size_t r0 = 0; r0 < n_rows; r0 += chunk) {
     const size_t r1 = std::min(n_rows, r0 + chunk);
     size_t o = o_begin;
-    for (; o + 2 <= o_end; o += 2) DotRows<Weights, 2>(w, n_in, n_out, o, x, x_stride, r0, r1, y);
-    if (o < o_end) DotRows<Weights, 1>(w, n_in, n_out, o, x, x_stride, r0, r1, y);
+    // A single activation row (decode) streams one weight row at a time:
+    // there the weights' bandwidth sets the speed, and one stream measured
+    // faster than two interleaved ones.
+    if (r1 - r0 > 1) {
+      for (; o + 2 <= o_end; o += 2) DotRows<Weights, 2>(w, n_in, n_out, o, x, x_stride, r0, r1, y);
+    }
+    for (; o < o_end; ++o) DotRows<Weights, 1>(w, n_in, n_out, o, x, x_stride, r0, r1, y);
   }
 }
 

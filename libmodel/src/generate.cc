@@ -58,9 +58,7 @@ GenerateResult generate(const Model& model, Forward& forward, const std::vector<
   uint32_t pos = static_cast<uint32_t>(prompt_ids.size());
   // Plain greedy decoding needs no logits on the host: the forward pass
   // returns the argmax (on a GPU only the id crosses the bus).
-  const SamplerOptions& so = options.sampling;
-  const bool pure_greedy = so.temperature <= 0.0f && so.repeat_penalty == 1.0f && so.presence_penalty == 0.0f &&
-                           so.frequency_penalty == 0.0f;
+  const bool pure_greedy = sampler.picks_argmax();
   int32_t greedy_next = pure_greedy ? sampler.sample(last) : -1;
   for (int32_t n = 0; options.n_predict < 0 || n < options.n_predict; ++n) {
     const int32_t next = pure_greedy ? greedy_next : sampler.sample(last);

@@ -21,6 +21,11 @@ void Sampler::reset() {
   rng_.seed(options_.seed);
 }
 
+bool Sampler::picks_argmax() const {
+  return options_.temperature <= 0.0f && options_.repeat_penalty == 1.0f && options_.presence_penalty == 0.0f &&
+         options_.frequency_penalty == 0.0f;
+}
+
 void Sampler::accept(int32_t token) {
   if (options_.repeat_last_n == 0) return;
   history_.push_back(token);

@@ -1,29 +1,72 @@
 // The Prometheus text format of /metrics.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "metrics.h"
 
 namespace lamina::serve {
 namespace {
 
+bool is_metric_name(std::string_view s) {
+  if (s.empty() || !(std::islower(static_cast<unsigned char>(s[0])) || s[0] == '_' || s[0] == ':')) return false;
+  for (char c : s)
+    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_' ||
+          c == ':'))
+      return false;
+  return true;
+}
+
+// `name` or `name{label="value",...}` with lower-case label names.
+bool is_series(std::string_view s) {
+  const std::size_t brace = s.find('{');
+  if (brace == std::string_view::npos) return is_metric_name(s);
+  if (!is_metric_name(s.substr(0, brace)) || s.back() != '}') return false;
+  std::string_view labels = s.substr(brace + 1, s.size() - brace - 2);
+  while (true) {
+    const std::size_t eq = labels.find("=\"");
+    if (eq == std::string_view::npos || eq == 0) return false;
+    for (char c : labels.substr(0, eq))
+      if (!(std::islower(static_cast<unsigned char>(c)) || c == '_')) return false;
+    const std::size_t close = labels.find('"', eq + 2);
+    if (close == std::string_view::npos) return false;
+    labels.remove_prefix(close + 1);
+    if (labels.empty()) return true;
+    if (labels[0] != ',') return false;
+    labels.remove_prefix(1);
+  }
+}
+
+// `# HELP name text` or `# TYPE name counter|gauge|histogram`.
+bool is_comment(std::string_view line) {
+  std::istringstream in{std::string(line)};
+  std::string hash, kind, name, rest;
+  in >> hash >> kind >> name;
+  std::getline(in >> std::ws, rest);
+  if (hash != "#" || !is_metric_name(name)) return false;
+  if (kind == "HELP") return !rest.empty();
+  return kind == "TYPE" && (rest == "counter" || rest == "gauge" || rest == "histogram");
+}
+
 // Sample lines by series (name with labels) -> value; comment lines checked for form.
 std::map<std::string, std::string> samples(const std::string& text) {
-  static const std::regex comment(R"(# (HELP [a-z_:][a-z0-9_:]* .+|TYPE [a-z_:][a-z0-9_:]* (counter|gauge|histogram)))");
-  static const std::regex sample(R"(([a-z_:][a-z0-9_:]*(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})?) (\S+))");
   std::map<std::string, std::string> out;
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    std::smatch m;
     if (line.starts_with("#")) {
-      EXPECT_TRUE(std::regex_match(line, comment)) << line;
-    } else if (std::regex_match(line, m, sample)) {
-      EXPECT_TRUE(out.emplace(m[1].str(), m[4].str()).second) << "duplicate series " << line;
+      EXPECT_TRUE(is_comment(line)) << line;
+      continue;
+    }
+    const std::size_t space = line.rfind(' ');
+    const std::string series = space == std::string::npos ? std::string() : line.substr(0, space);
+    const std::string value = space == std::string::npos ? std::string() : line.substr(space + 1);
+    if (is_series(series) && !value.empty()) {
+      EXPECT_TRUE(out.emplace(series, value).second) << "duplicate series " << line;
     } else {
       ADD_FAILURE() << "not a sample line: '" << line << "'";
     }

@@ -154,9 +154,18 @@ void Engine::State::run() {
 void Engine::State::step() {
   const std::span<const TokenInput> batch = scheduler.plan_step();
   if (batch.empty()) return;
+  // When every sequence wants the plain argmax, the forward pass picks the
+  // tokens (on a GPU only the ids come back); the same logits, the same ids.
+  bool argmax_only = true;
+  for (const engine::StepEntry& entry : scheduler.step_entries())
+    if (entry.logits && !entry.sequence->needs_only_argmax()) argmax_only = false;
   std::span<const float> logits;
+  std::vector<int32_t> ids;
   try {
-    logits = forward.decode(batch);
+    if (argmax_only)
+      ids = forward.decode_greedy(batch);
+    else
+      logits = forward.decode(batch);
   } catch (const std::exception& e) {
     scheduler.fail_step(std::string("forward pass failed: ") + e.what());
     return;
@@ -169,12 +178,16 @@ void Engine::State::step() {
   std::size_t row = 0;
   for (const engine::StepEntry& entry : scheduler.step_entries()) {
     if (!entry.logits) continue;
-    const auto src = logits.subspan(row++ * n_vocab, n_vocab);
-    logits_row.assign(src.begin(), src.end());
     Sequence& seq = *entry.sequence;
     const uint32_t before = seq.n_generated();
     try {
-      seq.on_logits(logits_row, tokenizer, n_ctx);
+      if (argmax_only) {
+        seq.on_argmax(ids.at(row++), tokenizer, n_ctx);
+      } else {
+        const auto src = logits.subspan(row++ * n_vocab, n_vocab);
+        logits_row.assign(src.begin(), src.end());
+        seq.on_logits(logits_row, tokenizer, n_ctx);
+      }
     } catch (const std::exception& e) {
       seq.finish(FinishReason::Error, e.what());
     }

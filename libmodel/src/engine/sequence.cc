@@ -46,7 +46,14 @@ int32_t Sequence::token_at(uint32_t pos) const {
 }
 
 void Sequence::on_logits(std::span<float> logits, const Tokenizer& tokenizer, uint32_t n_ctx) {
-  const int32_t id = sampler_.sample(logits);
+  take(sampler_.sample(logits), logits, tokenizer, n_ctx);
+}
+
+void Sequence::on_argmax(int32_t id, const Tokenizer& tokenizer, uint32_t n_ctx) {
+  take(id, {}, tokenizer, n_ctx);
+}
+
+void Sequence::take(int32_t id, std::span<const float> logits, const Tokenizer& tokenizer, uint32_t n_ctx) {
   if (request_.stop_at_eog && tokenizer.is_eog(id)) {
     finish(FinishReason::Stop);
     return;
@@ -55,7 +62,7 @@ void Sequence::on_logits(std::span<float> logits, const Tokenizer& tokenizer, ui
   TokenEvent event;
   event.id = id;
   event.chosen.id = id;
-  if (request_.top_logprobs >= 0) fill_logprobs(logits, id, event);
+  if (request_.top_logprobs >= 0 && !logits.empty()) fill_logprobs(logits, id, event);
   generated_.push_back(id);
   sampler_.accept(id);
   if (filter_.append(piece_of(tokenizer, id), text_)) {

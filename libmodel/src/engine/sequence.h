@@ -47,6 +47,11 @@ class Sequence {
   // the penalties change it), streams the token and decides whether the
   // request ends. `n_ctx` is the slot's capacity.
   void on_logits(std::span<float> logits, const Tokenizer& tokenizer, uint32_t n_ctx);
+  // True when the next token is the plain argmax and no log-probabilities
+  // are wanted: the forward pass may pick it (decode_greedy) and on_argmax
+  // takes it instead of on_logits.
+  bool needs_only_argmax() const { return sampler_.picks_argmax() && request_.top_logprobs < 0; }
+  void on_argmax(int32_t id, const Tokenizer& tokenizer, uint32_t n_ctx);
 
   // Ends the request (the first reason given wins); on_done runs in report().
   void finish(FinishReason reason, std::string error = {});
@@ -57,6 +62,8 @@ class Sequence {
   uint32_t n_generated() const { return static_cast<uint32_t>(generated_.size()); }
 
  private:
+  // Streams token `id`; `logits` (empty when not on the host) feed the log-probabilities.
+  void take(int32_t id, std::span<const float> logits, const Tokenizer& tokenizer, uint32_t n_ctx);
   void fill_logprobs(std::span<const float> logits, int32_t chosen, TokenEvent& event);
   void emit(TokenEvent& event, bool last);
 

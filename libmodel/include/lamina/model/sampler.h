@@ -33,6 +33,9 @@ class Sampler {
   void reset();
 
   const SamplerOptions& options() const { return options_; }
+  // True when sample() is the plain argmax of the logits (greedy, no
+  // penalties), so a caller may let the forward pass pick the token.
+  bool picks_argmax() const;
 
  private:
   void apply_penalties(std::span<float> logits) const;

@@ -220,7 +220,7 @@ uint32_t Executor::Impl::run_step(std::span<const StepToken> batch, bool want_ar
     const uint32_t n_chunks = max_pos / kAttentionChunk + 1;
     step->enqueue(n, n_out, n_chunks, stream, after_layer);
   }
-  if (want_argmax && n_out > 0) argmax_rows(buffers.logits, model.n_vocab, n_out, buffers.argmax, stream);
+  if (want_argmax && n_out > 0) argmax_rows(buffers.logits, model.n_vocab, n_out, buffers.argmax_parts, buffers.argmax, stream);
   return n_out;
 }
 

@@ -52,6 +52,8 @@ StepBuffers layout_step_buffers(const ModelDesc& m, const StepSizes& s, BumpLayo
   b.act[0] = layout.take<std::byte>(act_bytes);
   b.act[1] = layout.take<std::byte>(act_bytes);
   b.inv_freq = layout.take<double>(std::max<uint32_t>(1, m.rope_dims / 2));
+  b.rope = layout.take<double2>(R * std::max<uint32_t>(1, m.rope_dims / 2));
+  b.argmax_parts = layout.take<ArgmaxCandidate>(L * kArgmaxParts);
   b.gelu_table = m.gelu_f16_table ? layout.take<uint16_t>(65536) : nullptr;
   if (m.n_expert > 0) {
     const std::size_t K = m.n_expert_used;
@@ -169,6 +171,21 @@ void ForwardStep::norm_input(const DeviceMatrix& next, const float* w, const flo
   norm_rows(m_.norm, b_.x, E, rows, w, b, m_.norm_eps, E, n, b_.h, E, false, stream);
 }
 
+void ForwardStep::activate(const DeviceMatrix& next, const float* gate, const float* up, std::size_t in_stride,
+                           float* out, uint32_t n, cudaStream_t stream) {
+  const uint32_t ff = m_.n_ff;
+  forget_activations();
+  const quant::QuantFormat f = activation_format(next.format);
+  const uint32_t slot = next_slot_;
+  if (next.n_in == ff && gated_activation_quantized(m_.ffn, gate, up, in_stride, ff, n, b_.gelu_table, out, ff, f,
+                                                    b_.act[slot], stream)) {
+    next_slot_ ^= 1u;
+    slots_[slot] = {out, f};
+    return;
+  }
+  gated_activation(m_.ffn, gate, up, in_stride, ff, n, b_.gelu_table, out, ff, stream);
+}
+
 void ForwardStep::attention_block(uint32_t layer, uint32_t n, uint32_t n_chunks, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
   const uint32_t E = m_.n_embd, F = qkv_dim(m_), qd = q_dim(m_), kd = k_dim(m_);
@@ -184,7 +201,7 @@ void ForwardStep::attention_block(uint32_t layer, uint32_t n, uint32_t n_chunks,
     linear(l.wv, b_.h, n, v, F, l.bv, nullptr, stream);
   }
   const QkvShape shape{m_.n_head, m_.n_head_kv, m_.head_dim_k, m_.head_dim_v, m_.rope_dims, m_.rope, m_.norm_eps};
-  prepare_qkv(shape, q, k, v, F, n, l.q_norm, l.k_norm, b_.inv_freq, b_.pos, b_.seq, kv_, layer, stream);
+  prepare_qkv(shape, q, k, v, F, n, l.q_norm, l.k_norm, b_.rope, b_.pos, b_.seq, kv_, layer, stream);
 
   const std::size_t out_stride = std::size_t{m_.n_head} * m_.head_dim_v;
   attention(attention_shape(m_, m_.layers[layer]), kv_, layer, q, F, b_.seq, b_.pos, n, n_chunks, b_.attention,
@@ -212,19 +229,18 @@ void ForwardStep::ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream) {
   }
   if (m_.ffn == FfnKind::Gelu) {
     linear(l.w_up, b_.h, n, b_.up, ff, l.b_up, nullptr, stream);
-    gated_activation(m_.ffn, b_.up, nullptr, ff, ff, n, b_.gelu_table, hidden, ff, stream);
+    activate(l.w_down, b_.up, nullptr, ff, hidden, n, stream);
   } else if (!l.w_gate) {
     // One product gives [gate; up] per row.
     const uint32_t width = 2 * ff;
     linear(l.w_up, b_.h, n, b_.gate, width, nullptr, nullptr, stream);
-    gated_activation(m_.ffn, b_.gate, b_.gate + ff, width, ff, n, b_.gelu_table, b_.up, ff, stream);
     hidden = b_.up;
+    activate(l.w_down, b_.gate, b_.gate + ff, width, hidden, n, stream);
   } else {
     linear(l.w_gate, b_.h, n, b_.gate, ff, nullptr, nullptr, stream);
     linear(l.w_up, b_.h, n, b_.up, ff, nullptr, nullptr, stream);
-    gated_activation(m_.ffn, b_.gate, b_.up, ff, ff, n, b_.gelu_table, b_.gate, ff, stream);
+    activate(l.w_down, b_.gate, b_.up, ff, hidden, n, stream);
   }
-  forget_activations();
   if (l.post_ffn_norm) {
     linear(l.w_down, hidden, n, b_.proj, E, l.b_down, nullptr, stream);
     norm_rows(NormKind::Rms, b_.proj, E, nullptr, l.post_ffn_norm, nullptr, m_.norm_eps, E, n, b_.x, E, true,
@@ -244,6 +260,7 @@ void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, uint32_t n_chunks, 
                 1.0f, b_.h, stream);
     add_rows(b_.x, E, b_.h, E, E, n, stream);
   }
+  if (m_.rope != RopeKind::None) rope_table(b_.inv_freq, b_.pos, n, m_.rope_dims / 2, b_.rope, stream);
   if (after_layer) (*after_layer)(-1);
   for (uint32_t layer = 0; layer < m_.n_layer; ++layer) {
     attention_block(layer, n, n_chunks, stream);

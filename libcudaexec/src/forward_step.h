@@ -28,6 +28,8 @@ struct StepBuffers {
   float *gate = nullptr, *up = nullptr, *logits = nullptr, *attention = nullptr;
   void* act[2] = {nullptr, nullptr};  // quantized activations, two formats at once
   double* inv_freq = nullptr;
+  double2* rope = nullptr;                   // [rows][rope_dims / 2] this step's rotations
+  ArgmaxCandidate* argmax_parts = nullptr;  // [logit rows][kArgmaxParts]
   uint16_t* gelu_table = nullptr;
   // Mixtures of experts: router logits, the rows routed to each expert, their
   // output slots and weights, and the experts' inputs and outputs.
@@ -67,6 +69,10 @@ class ForwardStep {
   // same launch quantized for `next`, the matrix that reads h first.
   void norm_input(const DeviceMatrix& next, const float* w, const float* b, const int32_t* rows, uint32_t n,
                   cudaStream_t stream);
+  // out = act(gate) (* up) for n rows of the FFN width, in the same launch
+  // quantized for `next`, the matrix that reads out.
+  void activate(const DeviceMatrix& next, const float* gate, const float* up, std::size_t in_stride, float* out,
+                uint32_t n, cudaStream_t stream);
   void attention_block(uint32_t layer, uint32_t n, uint32_t n_chunks, cudaStream_t stream);
   void ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream);
   // The routed FFN of a mixture of experts into b_.proj. The routing is

@@ -11,6 +11,7 @@
 #include "cuda_check.h"
 #include "launch_timing.h"
 #include "matmul.h"
+#include "matmul_mma.h"
 #include "ops.h"
 
 namespace lamina::cudaexec {
@@ -121,8 +122,38 @@ std::vector<uint8_t> check_norm_quantize(quant::QuantFormat weight_format, const
   return blocks;
 }
 
+std::vector<uint8_t> check_silu_quantize(quant::QuantFormat weight_format, const float* gate, const float* up,
+                                         uint32_t n, uint32_t n_rows, std::vector<float>& out) {
+  const quant::QuantFormat format = activation_format(weight_format);
+  const std::size_t rows_bytes = std::size_t{n} * n_rows * sizeof(float);
+  DeviceBuffer gate_dev(rows_bytes), up_dev(rows_bytes), out_dev(rows_bytes);
+  gate_dev.upload(gate, rows_bytes);
+  up_dev.upload(up, rows_bytes);
+  out_dev.poison();
+  const uint32_t block = quant::format_traits(format).block_elems;
+  const std::size_t stride = n % block == 0 ? activation_layout(format, n).stride : 0;
+  DeviceBuffer act_dev(stride * n_rows);
+  act_dev.poison();
+  if (!detail::gated_activation_quantized(FfnKind::GatedSilu, gate_dev.get<float>(), up_dev.get<float>(), n, n,
+                                          n_rows, nullptr, out_dev.get<float>(), n, format, act_dev.get(), nullptr)) {
+    return {};
+  }
+  LAMINA_CUDA_CHECK(cudaDeviceSynchronize());
+  out.resize(std::size_t{n} * n_rows);
+  out_dev.download(out.data(), rows_bytes);
+  std::vector<uint8_t> all(stride * n_rows);
+  act_dev.download(all.data(), all.size());
+  const std::size_t blocks_bytes = quant::row_bytes(format, n);
+  std::vector<uint8_t> blocks(blocks_bytes * n_rows);
+  for (uint32_t r = 0; r < n_rows; ++r) {
+    std::memcpy(blocks.data() + r * blocks_bytes, all.data() + r * stride, blocks_bytes);
+  }
+  return blocks;
+}
+
 std::vector<float> check_matmul(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in,
-                                const float* x, uint32_t n_rows, const float* bias, const float* residual) {
+                                const float* x, uint32_t n_rows, const float* bias, const float* residual,
+                                MatmulPath path) {
   const std::size_t w_bytes = quant::row_bytes(weight_format, n_in) * n_out;
   DeviceBuffer w_dev(w_bytes);
   w_dev.upload(w, w_bytes);
@@ -148,7 +179,11 @@ std::vector<float> check_matmul(quant::QuantFormat weight_format, const void* w,
   args.y_stride = n_out;
   args.bias = bias != nullptr ? bias_dev.get<float>() : nullptr;
   args.residual = residual != nullptr ? y_dev.get<float>() : nullptr;
-  detail::matmul(args, nullptr);
+  if (path == MatmulPath::TensorCores) {
+    if (!detail::matmul_mma(args, nullptr)) return {};
+  } else {
+    detail::matmul(args, nullptr);
+  }
   LAMINA_CUDA_CHECK(cudaDeviceSynchronize());
 
   std::vector<float> y(std::size_t{n_out} * n_rows);

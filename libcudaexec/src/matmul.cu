@@ -48,7 +48,7 @@ std::size_t activation_row_stride(QuantFormat act_format, uint32_t n_in) {
 
 void matmul(const MatmulArgs& args, cudaStream_t stream) {
   // Many activation rows: the tensor-core kernel (bit-identical results).
-  if (args.n_rows >= kMmaMinRows && matmul_mma(args, stream)) return;
+  if (prefer_mma(args.n_rows, args.n_out) && matmul_mma(args, stream)) return;
   if (launch_matmul_q32(args, stream) || launch_matmul_kquants(args, stream) || launch_matmul_float(args, stream)) {
     return;
   }

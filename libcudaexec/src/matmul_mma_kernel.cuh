@@ -3,13 +3,11 @@
 //
 // Why it can be: the matvec gives lane l of a warp the work units l, l + 32,
 // ... of an output row, each unit's integer dot is exact, each lane chains
-// its units' f32 scalings in order, and the 32 lane sums meet in a butterfly
-// tree. Here the int8 MMA (m16n8k16, exact int32 sums) yields the same
-// integer dots for a 64-output x 32-row tile, and the f32 steps are replayed
+// its units' f32 scalings in order, and the 32 lane sums are added in lane
+// order. Here the int8 MMA (m16n8k16, exact int32 sums) yields the same
+// integer dots for a 128-output x 64-row tile, and the f32 steps are replayed
 // per (row, output): units in the lane order "slot" by slot, each slot's
-// chain exactly as the lane does it, the slots visited in bit-reversed order
-// so that the butterfly becomes a left-to-right pairwise tree, kept as a
-// 5-entry stack (a binary counter) per output.
+// chain exactly as the lane does it, each finished slot added to the total.
 //
 // Every unit here is 32 values in two 16-value chunks (one MMA k-step each).
 // A format F provides:
@@ -36,10 +34,15 @@
 
 namespace lamina::cudaexec::detail {
 
-inline constexpr int kMmaThreads = 128;     // 4 warps: 2 along outputs x 2 along rows
-inline constexpr int kMmaTileOut = 64;      // outputs per block (32 per warp)
-inline constexpr int kMmaTileRows = 32;     // activation rows per block (16 per warp)
-inline constexpr int kMmaStageUnits = 4;    // work units per shared-memory stage
+// A block: kMmaWarpsOut x kMmaWarpsRows warps, each 32 outputs (two m16
+// tiles) x 8 * kMmaNt rows (n8 tiles).
+inline constexpr int kMmaWarpsOut = 4;
+inline constexpr int kMmaWarpsRows = 2;
+inline constexpr int kMmaNt = 4;
+inline constexpr int kMmaThreads = 32 * kMmaWarpsOut * kMmaWarpsRows;
+inline constexpr int kMmaTileOut = 32 * kMmaWarpsOut;           // outputs per block
+inline constexpr int kMmaTileRows = 8 * kMmaNt * kMmaWarpsRows;  // activation rows per block
+inline constexpr int kMmaStageUnits = 4;                        // work units per shared-memory stage
 // Bytes per tile row in shared memory: the stage's int8 values plus 16, so
 // the 8 rows a fragment load touches fall in distinct banks.
 inline constexpr int kMmaRowBytes = kMmaStageUnits * 32 + 16;
@@ -57,19 +60,18 @@ __device__ __forceinline__ void mma_s8_m16n8k16(int (&d)[4], uint32_t a0, uint32
       : "r"(a0), "r"(a1), "r"(b0));
 }
 
-// Which units the matvec lanes ("slots") take, visited in tree order: slot
-// position t is lane bitrev5(t), whose units are lane, lane + 32, ...
+// Which units the matvec lanes ("slots") take, in lane order: slot t is
+// lane t, whose units are t, t + 32, ...
 struct SlotWalk {
   uint32_t per_slot;  // units of every slot ...
   uint32_t extra;     // ... plus one for slots below this
-  int t = 0;          // tree position of the next unit
+  int t = 0;          // slot of the next unit
   uint32_t i = 0;     // its index within the slot
 
   __device__ SlotWalk(uint32_t n_units) : per_slot(n_units / 32), extra(n_units % 32) {}
-  __device__ static uint32_t lane_of(int t) { return __brev(static_cast<uint32_t>(t)) >> 27; }
-  __device__ uint32_t count(int pos) const { return per_slot + (lane_of(pos) < extra ? 1u : 0u); }
-  __device__ uint32_t unit() const { return lane_of(t) + 32 * i; }
-  __device__ bool done() const { return t >= 32; }
+  __device__ uint32_t count(int slot) const { return per_slot + (static_cast<uint32_t>(slot) < extra ? 1u : 0u); }
+  __device__ uint32_t unit() const { return static_cast<uint32_t>(t) + 32 * i; }
+  __device__ bool done() const { return t >= 32 || count(t) == 0; }
   // Moves past the current unit; true when that finished its slot.
   __device__ bool advance() {
     if (++i < count(t)) return false;
@@ -78,30 +80,6 @@ struct SlotWalk {
     return true;
   }
 };
-
-// Pushes one slot sum (per pair) onto the pairwise tree of position `pos`
-// (leaves pushed so far): merges with the pending subtrees as a binary
-// counter does, then either keeps the result on the stack or, for the last
-// leaf, leaves the root in v.
-template <int P>
-__device__ __forceinline__ void push_leaf(float (&stack)[5][P], float (&v)[P], int pos) {
-  int level = 0;
-#pragma unroll
-  for (int k = 0; k < 5; ++k) {
-    if (level == k && ((pos >> k) & 1) != 0) {
-#pragma unroll
-      for (int p = 0; p < P; ++p) v[p] = __fadd_rn(stack[k][p], v[p]);
-      level = k + 1;
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < 5; ++k) {
-    if (level == k) {
-#pragma unroll
-      for (int p = 0; p < P; ++p) stack[k][p] = v[p];
-    }
-  }
-}
 
 struct MmaParams {
   const uint8_t* w = nullptr;
@@ -125,7 +103,7 @@ __device__ __forceinline__ uint32_t pick(const uint32_t (&v)[N], int i) {
 }
 
 template <class F>
-__global__ void __launch_bounds__(kMmaThreads) matmul_mma_kernel(const MmaParams p) {
+__global__ void __launch_bounds__(kMmaThreads, 2) matmul_mma_kernel(const MmaParams p) {
   constexpr int G = kMmaStageUnits;
   constexpr int S = kMmaRowBytes;
   using WMeta = typename F::WMeta;
@@ -141,36 +119,23 @@ __global__ void __launch_bounds__(kMmaThreads) matmul_mma_kernel(const MmaParams
   const int tig = tid & 3;          // thread in group
   const uint32_t o0 = blockIdx.x * kMmaTileOut;
   const uint32_t r0 = blockIdx.y * kMmaTileRows;
-  const int wo = (warp & 1) * 32;
-  const int wr = (warp >> 1) * 16;
+  const int wo = (warp % kMmaWarpsOut) * 32;
+  const int wr = (warp / kMmaWarpsOut) * 8 * kMmaNt;
 
   // Pair (mt, nt, i) of this thread: output wo + 16 mt + gid + 8 (i / 2),
-  // row wr + 8 nt + 2 tig + i % 2 (the m16n8 accumulator layout).
-  constexpr int P = 16;
-  float acc[P];
-  float stack[5][P];
+  // row wr + 8 nt + 2 tig + i % 2 (the m16n8 accumulator layout). acc is
+  // the current slot's chain, total the sum of the finished slots; -0 + x
+  // is x for every x, so total starts as the matvec's sum does.
+  constexpr int P = 2 * kMmaNt * 4;
+  float acc[P], total[P];
 #pragma unroll
-  for (int q = 0; q < P; ++q) acc[q] = 0.0f;
-#pragma unroll
-  for (int k = 0; k < 5; ++k) {
-#pragma unroll
-    for (int q = 0; q < P; ++q) stack[k][q] = 0.0f;
+  for (int q = 0; q < P; ++q) {
+    acc[q] = 0.0f;
+    total[q] = -0.0f;
   }
-  int pos = 0;
   SlotWalk walk(p.n_units);
-  // After a slot's last unit: its sum joins the tree, and so do the zero
-  // sums of the slots without units (lanes past n_units) that follow it.
-  auto finish_slot = [&]() {
-    for (;;) {
-      push_leaf(stack, acc, pos);
-      if (++pos < 32) {
-#pragma unroll
-        for (int q = 0; q < P; ++q) acc[q] = 0.0f;
-      }
-      if (walk.done() || walk.count(walk.t) != 0) break;
-      ++walk.t;
-    }
-  };
+  ActRows act = p.act;
+  act.base += static_cast<std::size_t>(r0) * act.stride;
 
   while (!walk.done()) {
     // The next G units of the walk (fewer at the end).
@@ -184,9 +149,7 @@ __global__ void __launch_bounds__(kMmaThreads) matmul_mma_kernel(const MmaParams
         if (!ahead.done()) {
           units[g] = ahead.unit();
           ++n;
-          if (ahead.advance()) {
-            while (!ahead.done() && ahead.count(ahead.t) == 0) ++ahead.t;
-          }
+          ahead.advance();
         }
       }
     }
@@ -214,8 +177,6 @@ __global__ void __launch_bounds__(kMmaThreads) matmul_mma_kernel(const MmaParams
       int4 c0 = make_int4(0, 0, 0, 0), c1 = c0;
       AMeta am{};
       if (g < n && r0 + rl < p.n_rows) {
-        ActRows act = p.act;
-        act.base += static_cast<std::size_t>(r0) * act.stride;
         const uint32_t unit = pick(units, g);
         c0 = act.qs16(rl, F::act_chunk(unit, 0));
         c1 = act.qs16(rl, F::act_chunk(unit, 1));
@@ -230,85 +191,80 @@ __global__ void __launch_bounds__(kMmaThreads) matmul_mma_kernel(const MmaParams
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       if (g < n) {
-        int d0[2][2][4], d1[2][2][4];
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
-#pragma unroll
-          for (int nt = 0; nt < 2; ++nt) {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              d0[mt][nt][i] = F::kDotInit;
-              d1[mt][nt][i] = F::kDotInit;
-            }
-          }
-        }
+        // Fragments of both chunks: A (weights) per m16 tile, B (rows) per n8 tile.
+        uint32_t a[2][2][2], b[2][kMmaNt];
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int col = g * 32 + c * 16 + tig * 4;
-          uint32_t a[2][2], b[2];
 #pragma unroll
           for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-              a[mt][h] = *reinterpret_cast<const uint32_t*>(s_w + (wo + 16 * mt + gid + 8 * h) * S + col);
+              a[c][mt][h] = *reinterpret_cast<const uint32_t*>(s_w + (wo + 16 * mt + gid + 8 * h) * S + col);
             }
           }
 #pragma unroll
-          for (int nt = 0; nt < 2; ++nt) {
-            b[nt] = *reinterpret_cast<const uint32_t*>(s_a + (wr + 8 * nt + gid) * S + col);
-          }
-#pragma unroll
-          for (int mt = 0; mt < 2; ++mt) {
-#pragma unroll
-            for (int nt = 0; nt < 2; ++nt) {
-              if (c == 0 || F::kChained) {
-                mma_s8_m16n8k16(d0[mt][nt], a[mt][0], a[mt][1], b[nt]);
-              } else {
-                mma_s8_m16n8k16(d1[mt][nt], a[mt][0], a[mt][1], b[nt]);
-              }
-            }
+          for (int nt = 0; nt < kMmaNt; ++nt) {
+            b[c][nt] = *reinterpret_cast<const uint32_t*>(s_a + (wr + 8 * nt + gid) * S + col);
           }
         }
         WMeta wm[2][2];
-        AMeta am[2][2];
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) wm[mt][h] = s_wm[g][wo + 16 * mt + gid + 8 * h];
         }
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt) {
+        for (int nt = 0; nt < kMmaNt; ++nt) {
+          AMeta am[2];
 #pragma unroll
-          for (int e = 0; e < 2; ++e) am[nt][e] = s_am[g][wr + 8 * nt + 2 * tig + e];
-        }
+          for (int e = 0; e < 2; ++e) am[e] = s_am[g][wr + 8 * nt + 2 * tig + e];
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
+          for (int mt = 0; mt < 2; ++mt) {
+            int d0[4], d1[4];
 #pragma unroll
-          for (int nt = 0; nt < 2; ++nt) {
+            for (int i = 0; i < 4; ++i) d0[i] = d1[i] = F::kDotInit;
+            mma_s8_m16n8k16(d0, a[0][mt][0], a[0][mt][1], b[0][nt]);
+            if constexpr (F::kChained) {
+              mma_s8_m16n8k16(d0, a[1][mt][0], a[1][mt][1], b[1][nt]);
+            } else {
+              mma_s8_m16n8k16(d1, a[1][mt][0], a[1][mt][1], b[1][nt]);
+            }
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-              float& a = acc[(mt * 2 + nt) * 4 + i];
-              a = F::accumulate(a, d0[mt][nt][i], d1[mt][nt][i], wm[mt][i >> 1], am[nt][i & 1]);
+              float& s = acc[(mt * kMmaNt + nt) * 4 + i];
+              s = F::accumulate(s, d0[i], d1[i], wm[mt][i >> 1], am[i & 1]);
             }
           }
         }
-        if (walk.advance()) finish_slot();
+        if (walk.advance()) {
+#pragma unroll
+          for (int q = 0; q < P; ++q) {
+            total[q] = __fadd_rn(total[q], acc[q]);
+            acc[q] = 0.0f;
+          }
+        }
       }
     }
     __syncthreads();
+  }
+  // Lanes past the last unit add their +0 in the matvec (it turns a -0 total into +0).
+  for (int t = walk.t; t < 32; ++t) {
+#pragma unroll
+    for (int q = 0; q < P; ++q) total[q] = __fadd_rn(total[q], 0.0f);
   }
 
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
+    for (int nt = 0; nt < kMmaNt; ++nt) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const uint32_t o = o0 + wo + 16 * mt + gid + 8 * (i >> 1);
         const uint32_t r = r0 + wr + 8 * nt + 2 * tig + (i & 1);
         if (o < p.n_out && r < p.n_rows) {
           const std::size_t at = static_cast<std::size_t>(r) * p.y_stride + o;
-          float v = acc[(mt * 2 + nt) * 4 + i];
+          float v = total[(mt * kMmaNt + nt) * 4 + i];
           if (p.bias != nullptr) v = __fadd_rn(v, p.bias[o]);
           if (p.residual != nullptr) v = __fadd_rn(v, p.residual[at]);
           p.y[at] = v;

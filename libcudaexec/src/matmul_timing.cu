@@ -50,7 +50,8 @@ double time_matmul_us(quant::QuantFormat weight_format, const void* w, uint32_t 
   auto launch = [&] {
     args.w = static_cast<uint8_t*>(w_dev.get()) + (next++ % copies) * w_bytes;
     if (tensor_cores) {
-      detail::matmul(args, nullptr);
+      // The tensor-core kernel at any row count (matmul() takes it from kMmaMinRows on).
+      if (!detail::matmul_mma(args, nullptr)) detail::matmul(args, nullptr);
     } else if (!detail::launch_matmul_q32(args, nullptr) && !detail::launch_matmul_kquants(args, nullptr)) {
       detail::launch_matmul_float(args, nullptr);
     }

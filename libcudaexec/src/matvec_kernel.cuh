@@ -1,11 +1,12 @@
 // The shape shared by every weight format's matrix product: one warp per
 // output row, its lanes striding over the row's work units (a block, or a
 // fixed part of a 256-value super-block), each unit's weights decoded once and
-// dotted with up to kRowTile activation rows. Lane sums meet in a fixed
-// shuffle tree.
+// dotted with up to kRowTile activation rows. The 32 lane sums are then
+// added in lane order (a sequential sum, which the tensor-core kernel of
+// matmul_mma_kernel.cuh can replay with one extra register per output).
 //
-// Batch invariance: a lane's units, the order it adds them in and the tree
-// do not depend on how many activation rows a launch handles, and every
+// Batch invariance: a lane's units, the order it adds them in and the final
+// sum do not depend on how many activation rows a launch handles, and every
 // floating-point step is an explicit _rn intrinsic, so the compiler cannot
 // contract differently in the 1-row and the tiled instantiation.
 #pragma once
@@ -73,12 +74,6 @@ __device__ __forceinline__ float add_scaled_mins(float acc, int isum, float dw, 
   return __fadd_rn(acc, __fsub_rn(__fmul_rn(__int2float_rn(isum), __fmul_rn(dw, da)), mins));
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xFFFFFFFFu, v, offset));
-  return v;
-}
-
 // K: a format's unit kernel, with
 //   static void accumulate<R>(const uint8_t* wrow, uint32_t unit, const ActRows&, int nr, float (&acc)[R])
 // adding the unit's contribution for activation rows 0 .. nr - 1 (nr <= R).
@@ -105,19 +100,21 @@ __global__ void __launch_bounds__(kMatvecWarps * 32) matvec_kernel(const MatvecP
 #pragma unroll 4
   for (uint32_t u = static_cast<uint32_t>(lane); u < p.n_units; u += 32) K::template accumulate<R>(wrow, u, act, nr, acc);
 
+  // Lane l's sum of row r goes to lane_sums[warp][r][l]; lane r adds row r's
+  // in lane order, starting from -0 (-0 + x is x for every x).
+  __shared__ float lane_sums[kMatvecWarps][R][33];
+  const int warp = static_cast<int>(threadIdx.x >> 5);
 #pragma unroll
-  for (int r = 0; r < R; ++r) acc[r] = warp_sum(acc[r]);
-  if (lane != 0) return;
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    if (r < nr) {
-      const std::size_t at = static_cast<std::size_t>(r0 + r) * p.y_stride + o;
-      float v = acc[r];
-      if (p.bias != nullptr) v = __fadd_rn(v, p.bias[o]);
-      if (p.residual != nullptr) v = __fadd_rn(v, p.residual[at]);
-      p.y[at] = v;
-    }
-  }
+  for (int r = 0; r < R; ++r) lane_sums[warp][r][lane] = acc[r];
+  __syncwarp();
+  if (lane >= nr) return;
+  float v = -0.0f;
+#pragma unroll 8
+  for (int l = 0; l < 32; ++l) v = __fadd_rn(v, lane_sums[warp][lane][l]);
+  const std::size_t at = static_cast<std::size_t>(r0 + lane) * p.y_stride + o;
+  if (p.bias != nullptr) v = __fadd_rn(v, p.bias[o]);
+  if (p.residual != nullptr) v = __fadd_rn(v, p.residual[at]);
+  p.y[at] = v;
 }
 
 // Launches K over args: one warp per output row, the activation rows in

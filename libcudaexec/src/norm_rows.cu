@@ -1,8 +1,9 @@
 // RMSNorm / LayerNorm of rows, optionally quantizing the normed rows for the
-// next matrix product in the same launch. One block per row; each thread
-// keeps its values (elements t, t + 256, ...) in registers, so the row is
-// read once, and its sums are added in the same order as a strided loop
-// over memory would add them.
+// next matrix product in the same launch. One block per row, as many threads
+// as the row needs at 4 (or 8) values each, so that a single row (the decode
+// step) finishes quickly; each thread keeps its values (elements t, t + T,
+// ... for T threads) in registers, so the row is read once. The block size
+// depends only on the row length: a row's result never depends on the batch.
 #include "activation_layout.h"
 #include "cuda_check.h"
 #include "launch.cuh"
@@ -14,25 +15,21 @@
 namespace lamina::cudaexec::detail {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / 32;
+constexpr int kLongRowThreads = 256;
+constexpr int kMaxThreads = 1024;
 
 // Sum over the block in a fixed order (warp butterflies, then the warps'
-// sums in index order), so every run gives the same bits.
+// sums in index order, a butterfly again), so every run gives the same bits.
 __device__ double block_sum(double v, double* scratch) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int n_warps = static_cast<int>(blockDim.x / 32);
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    double s = 0;
-    for (int i = 0; i < kWarps; ++i) s += scratch[i];
-    scratch[0] = s;
-  }
-  __syncthreads();
-  const double total = scratch[0];
-  __syncthreads();
-  return total;
+  double s = lane < n_warps ? scratch[lane] : 0.0;
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  __syncthreads();  // scratch is reused by the next sum
+  return s;
 }
 
 enum class RowQuant { None, Q8_0, Q8_1, Q8_K };
@@ -53,35 +50,39 @@ struct NormParams {
   ActivationLayout layout;
 };
 
-// kPer values per thread cover rows of up to kPer * kThreads values. For
+// kPer values per thread cover rows of up to kPer * n_threads values. For
 // Q8_K the normed row is staged in shared memory (n floats), since a lane
 // quantizes 8 consecutive values there.
 template <int kPer, RowQuant Q>
-__global__ void __launch_bounds__(kThreads) norm_rows_kernel(const NormParams p) {
+__global__ void __launch_bounds__(kMaxThreads) norm_rows_kernel(const NormParams p) {
   extern __shared__ float staged[];
-  __shared__ double scratch[kWarps];
+  __shared__ double scratch[32];
+  const uint32_t n_threads = blockDim.x;
+  const uint32_t n_warps = n_threads / 32;
   enter_dependent_kernel();
   const uint32_t r = blockIdx.x;
   const float* xr = p.x + static_cast<std::size_t>(p.rows ? p.rows[r] : static_cast<int32_t>(r)) * p.x_stride;
   float* yr = p.out + r * p.out_stride;
-  float xv[kPer];
+  // The norm weights are loaded with the row, before the sums need the row.
+  float xv[kPer], wv[kPer];
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
-    const uint32_t i = threadIdx.x + k * kThreads;
+    const uint32_t i = threadIdx.x + k * n_threads;
     xv[k] = i < p.n ? xr[i] : 0.0f;
+    wv[k] = i < p.n ? p.w[i] : 0.0f;
   }
   double mean = 0.0;
   if (p.kind == NormKind::Layer) {
     double s = 0.0;
 #pragma unroll
     for (int k = 0; k < kPer; ++k)
-      if (threadIdx.x + k * kThreads < p.n) s += xv[k];
+      if (threadIdx.x + k * n_threads < p.n) s += xv[k];
     mean = block_sum(s, scratch) / p.n;
   }
   double sq = 0.0;
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
-    if (threadIdx.x + k * kThreads < p.n) {
+    if (threadIdx.x + k * n_threads < p.n) {
       const double d = xv[k] - mean;
       sq += d * d;
     }
@@ -90,14 +91,14 @@ __global__ void __launch_bounds__(kThreads) norm_rows_kernel(const NormParams p)
   float yv[kPer];
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
-    const uint32_t i = threadIdx.x + k * kThreads;
+    const uint32_t i = threadIdx.x + k * n_threads;
     yv[k] = 0.0f;
     if (i >= p.n) continue;
     float y;
     if (p.kind == NormKind::Rms) {
-      y = static_cast<float>(xv[k] * scale * p.w[i]);
+      y = static_cast<float>(xv[k] * scale * wv[k]);
     } else {
-      y = static_cast<float>((xv[k] - mean) * scale) * p.w[i];
+      y = static_cast<float>((xv[k] - mean) * scale) * wv[k];
       if (p.b) y += p.b[i];
     }
     yr[i] = p.accumulate ? yr[i] + y : y;
@@ -109,22 +110,22 @@ __global__ void __launch_bounds__(kThreads) norm_rows_kernel(const NormParams p)
     uint8_t* act_row = p.act + r * p.layout.stride;
     const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
     if constexpr (Q == RowQuant::Q8_0 || Q == RowQuant::Q8_1) {
-      // Thread (warp, lane) holds value `lane` of blocks k * kWarps + warp.
+      // Thread (warp, lane) holds value `lane` of blocks k * n_warps + warp.
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
-        if (k * kThreads + warp * 32 < static_cast<int>(p.n)) {
+        if (k * n_threads + static_cast<uint32_t>(warp) * 32 < p.n) {
           quantize_q8_32_block<Q == RowQuant::Q8_1>(yv[k], lane, act_row, p.layout,
-                                                    static_cast<uint32_t>(k * kWarps + warp));
+                                                    k * n_warps + static_cast<uint32_t>(warp));
         }
       }
     } else if constexpr (Q == RowQuant::Q8_K) {
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
-        const uint32_t i = threadIdx.x + k * kThreads;
+        const uint32_t i = threadIdx.x + k * n_threads;
         if (i < p.n) staged[i] = yv[k];
       }
       __syncthreads();
-      for (uint32_t blk = warp; blk < p.n / quant::kQK_K; blk += kWarps) {
+      for (uint32_t blk = static_cast<uint32_t>(warp); blk < p.n / quant::kQK_K; blk += n_warps) {
         float v[kQ8KPerLane];
 #pragma unroll
         for (int k = 0; k < kQ8KPerLane; ++k) v[k] = staged[blk * quant::kQK_K + kQ8KPerLane * lane + k];
@@ -136,7 +137,8 @@ __global__ void __launch_bounds__(kThreads) norm_rows_kernel(const NormParams p)
 
 // Rows longer than the register-held ones: read from memory in every pass.
 __global__ void norm_long_rows_kernel(const NormParams p) {
-  __shared__ double scratch[kWarps];
+  __shared__ double scratch[32];
+  const uint32_t n_threads = blockDim.x;
   enter_dependent_kernel();
   const uint32_t r = blockIdx.x;
   const float* xr = p.x + static_cast<std::size_t>(p.rows ? p.rows[r] : static_cast<int32_t>(r)) * p.x_stride;
@@ -144,16 +146,16 @@ __global__ void norm_long_rows_kernel(const NormParams p) {
   double mean = 0.0;
   if (p.kind == NormKind::Layer) {
     double s = 0.0;
-    for (uint32_t i = threadIdx.x; i < p.n; i += kThreads) s += xr[i];
+    for (uint32_t i = threadIdx.x; i < p.n; i += n_threads) s += xr[i];
     mean = block_sum(s, scratch) / p.n;
   }
   double sq = 0.0;
-  for (uint32_t i = threadIdx.x; i < p.n; i += kThreads) {
+  for (uint32_t i = threadIdx.x; i < p.n; i += n_threads) {
     const double d = xr[i] - mean;
     sq += d * d;
   }
   const double scale = 1.0 / sqrt(block_sum(sq, scratch) / p.n + static_cast<double>(p.eps));
-  for (uint32_t i = threadIdx.x; i < p.n; i += kThreads) {
+  for (uint32_t i = threadIdx.x; i < p.n; i += n_threads) {
     float y;
     if (p.kind == NormKind::Rms) {
       y = static_cast<float>(xr[i] * scale * p.w[i]);
@@ -165,17 +167,18 @@ __global__ void norm_long_rows_kernel(const NormParams p) {
   }
 }
 
-constexpr uint32_t kMaxHeldRow = 32 * kThreads;
+constexpr uint32_t kMaxHeldRow = 8 * kMaxThreads;
+
+// Threads for rows of n values at `per` values each: whole warps.
+dim3 held_threads(uint32_t n, uint32_t per) { return dim3(((n + per - 1) / per + 31) / 32 * 32); }
 
 template <RowQuant Q>
 void launch_held(const NormParams& p, uint32_t n_rows, cudaStream_t stream) {
   const std::size_t smem = Q == RowQuant::Q8_K ? p.n * sizeof(float) : 0;
-  if (p.n <= 4 * kThreads) {
-    launch_kernel(norm_rows_kernel<4, Q>, dim3(n_rows), dim3(kThreads), smem, stream, p);
-  } else if (p.n <= 16 * kThreads) {
-    launch_kernel(norm_rows_kernel<16, Q>, dim3(n_rows), dim3(kThreads), smem, stream, p);
+  if (p.n <= 4 * kMaxThreads) {
+    launch_kernel(norm_rows_kernel<4, Q>, dim3(n_rows), held_threads(p.n, 4), smem, stream, p);
   } else {
-    launch_kernel(norm_rows_kernel<32, Q>, dim3(n_rows), dim3(kThreads), smem, stream, p);
+    launch_kernel(norm_rows_kernel<8, Q>, dim3(n_rows), held_threads(p.n, 8), smem, stream, p);
   }
 }
 
@@ -206,7 +209,7 @@ void norm_rows(NormKind kind, const float* x, std::size_t x_stride, const int32_
   if (n <= kMaxHeldRow) {
     launch_held<RowQuant::None>(p, n_rows, stream);
   } else {
-    launch_kernel(norm_long_rows_kernel, dim3(n_rows), dim3(kThreads), 0, stream, p);
+    launch_kernel(norm_long_rows_kernel, dim3(n_rows), dim3(kLongRowThreads), 0, stream, p);
   }
 }
 

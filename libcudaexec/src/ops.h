@@ -51,13 +51,18 @@ struct QkvShape {
   float eps = 0.0f;        // of the per-head norms
 };
 
+// table[r * half + i] = (cos, sin) of pos[r] * inv_freq[i] (double), for
+// i < half: the rotations of a step, shared by every layer.
+void rope_table(const double* inv_freq, const uint32_t* pos, uint32_t n_rows, uint32_t half, double2* table,
+                cudaStream_t stream);
+
 // Everything between the Q/K/V projections and attention, in one launch:
 // per-head RMSNorm of Q and K (when q_norm / k_norm are given; sums in
-// double), rotary embedding at positions pos[r] (inv_freq[i], double: the
-// angle per position of pair i), and the store of K and V in f16 at
-// (seq[r], layer, pos[r]). Row r of q, k and v starts at r * stride.
+// double), rotary embedding of row r by rope[r * rope_dims / 2 ..] (a
+// rope_table), and the store of K and V in f16 at (seq[r], layer, pos[r]).
+// Row r of q, k and v starts at r * stride.
 void prepare_qkv(const QkvShape& shape, float* q, float* k, const float* v, std::size_t stride, uint32_t n_rows,
-                 const float* q_norm, const float* k_norm, const double* inv_freq, const uint32_t* pos,
+                 const float* q_norm, const float* k_norm, const double2* rope, const uint32_t* pos,
                  const uint32_t* seq, const KvView& kv, uint32_t layer, cudaStream_t stream);
 
 // out[r][i] = act(gate[r][i]) * up[r][i] for i < n (SiLU or GELU), or
@@ -66,6 +71,15 @@ void prepare_qkv(const QkvShape& shape, float* q, float* k, const float* v, std:
 void gated_activation(FfnKind kind, const float* gate, const float* up, std::size_t in_stride, uint32_t n,
                       uint32_t n_rows, const uint16_t* gelu_table, float* out, std::size_t out_stride,
                       cudaStream_t stream);
+
+// gated_activation whose output rows are also quantized to act_format
+// (Q8_0, Q8_1 or Q8_K) at act, exactly as quantize_activations(act_format,
+// out, ...) would convert them afterwards: one launch instead of two.
+// Returns false, launching nothing, where n is not a multiple of 256 or the
+// format is not one of those.
+bool gated_activation_quantized(FfnKind kind, const float* gate, const float* up, std::size_t in_stride, uint32_t n,
+                                uint32_t n_rows, const uint16_t* gelu_table, float* out, std::size_t out_stride,
+                                quant::QuantFormat act_format, void* act, cudaStream_t stream);
 
 // x[r] += y[r] for n values.
 void add_rows(float* x, std::size_t x_stride, const float* y, std::size_t y_stride, uint32_t n, uint32_t n_rows,
@@ -86,7 +100,15 @@ void sum_row_groups(const float* in, uint32_t group, uint32_t n, uint32_t n_rows
 // x = cap * tanh(x / cap), n values in place.
 void softcap(float* x, std::size_t n, float cap, cudaStream_t stream);
 
-// ids[r] = index of the largest of n values of row r (lowest on ties).
-void argmax_rows(const float* x, uint32_t n, uint32_t n_rows, int32_t* ids, cudaStream_t stream);
+// ids[r] = index of the largest of n values of row r (lowest on ties), in
+// two passes: the best of each of kArgmaxParts parts of a row into `parts`
+// (n_rows * kArgmaxParts entries), then the best of those.
+struct ArgmaxCandidate {
+  float v;
+  int32_t i;
+};
+inline constexpr uint32_t kArgmaxParts = 128;
+void argmax_rows(const float* x, uint32_t n, uint32_t n_rows, ArgmaxCandidate* parts, int32_t* ids,
+                 cudaStream_t stream);
 
 }  // namespace lamina::cudaexec::detail

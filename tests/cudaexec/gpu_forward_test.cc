@@ -153,6 +153,7 @@ TEST(GpuForward, ReferenceGreedyTextOfStories260K) {
   ASSERT_EQ(text[0], ' ');
   text.erase(0, 1);
   std::ifstream in(kData / "models/stories260K.expected-greedy-200.txt", std::ios::binary);
+  ASSERT_TRUE(in) << "cannot read " << kData / "models/stories260K.expected-greedy-200.txt";
   const std::string expected((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, expected);
 }

@@ -2,6 +2,7 @@
 // kernels: every output bit-identical to the same row computed in a launch
 // of at most 8 rows (the matvec path, itself bit-identical to a row alone),
 // so a sequence's results do not depend on how many rows share its launch.
+// The tensor-core kernel is run explicitly, whatever matmul() would pick.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,11 +31,6 @@ constexpr QuantFormat kFormats[] = {
 
 constexpr uint32_t kMatvecRows = 8;  // launches this small stay on the matvec kernels
 
-
-
-
-
-
 struct Shape {
   uint32_t n_out, n_in, n_rows;
 };
@@ -43,7 +39,8 @@ struct Shape {
 // bias and residual optional. Returns nothing: failures are reported.
 void expect_bit_identical(QuantFormat format, const std::vector<uint8_t>& w, const Shape& s,
                           const std::vector<float>& x, const float* bias, const float* residual, const char* what) {
-  const std::vector<float> all = check_matmul(format, w.data(), s.n_out, s.n_in, x.data(), s.n_rows, bias, residual);
+  const std::vector<float> all =
+      check_matmul(format, w.data(), s.n_out, s.n_in, x.data(), s.n_rows, bias, residual, MatmulPath::TensorCores);
   ASSERT_EQ(all.size(), size_t{s.n_out} * s.n_rows);
   int reported = 0;
   for (uint32_t r0 = 0; r0 < s.n_rows; r0 += kMatvecRows) {
@@ -73,12 +70,12 @@ class MmaMatmulTest : public ::testing::TestWithParam<QuantFormat> {
   std::mt19937 rng_{4321u + static_cast<uint32_t>(GetParam())};
 };
 
-// Row counts from the threshold (64) up, within and across 32-row tiles;
-// odd output counts, fewer blocks than lanes (lanes without units), block
-// counts not a multiple of 32, and many per lane.
+// Row counts within and across 64-row tiles; odd output counts (within and
+// across 128-output tiles), fewer blocks than lanes (lanes without units),
+// block counts not a multiple of 32, and many per lane.
 TEST_P(MmaMatmulTest, BitIdenticalToMatvec) {
-  const Shape shapes[] = {{7, 256, 64},   {300, 1024, 65},  {4871, 512, 64},
-                          {65, 4352, 200}, {96, 2048, 512}, {33, 768, 97}};
+  const Shape shapes[] = {{7, 256, 64},    {300, 1024, 65},  {4871, 512, 64}, {65, 4352, 200},
+                          {96, 2048, 512}, {33, 768, 97},    {257, 512, 33},  {128, 256, 16}};
   for (const Shape& s : shapes) {
     const std::vector<uint8_t> w = test::quantized_weight_bytes(format(), s.n_out, s.n_in, rng_);
     const std::vector<float> x = test::random_rows(s.n_rows, s.n_in, rng_);
@@ -100,7 +97,9 @@ TEST_P(MmaMatmulTest, RowAloneMatches) {
   const Shape s{100, 1280, 80};
   const std::vector<uint8_t> w = test::quantized_weight_bytes(format(), s.n_out, s.n_in, rng_);
   const std::vector<float> x = test::random_rows(s.n_rows, s.n_in, rng_);
-  const std::vector<float> all = check_matmul(format(), w.data(), s.n_out, s.n_in, x.data(), s.n_rows);
+  const std::vector<float> all =
+      check_matmul(format(), w.data(), s.n_out, s.n_in, x.data(), s.n_rows, nullptr, nullptr, MatmulPath::TensorCores);
+  ASSERT_EQ(all.size(), size_t{s.n_out} * s.n_rows);
   for (uint32_t r : {0u, 17u, 79u}) {
     const std::vector<float> one = check_matmul(format(), w.data(), s.n_out, s.n_in, x.data() + size_t{r} * s.n_in, 1);
     EXPECT_EQ(std::memcmp(one.data(), all.data() + size_t{r} * s.n_out, s.n_out * sizeof(float)), 0)

@@ -3,8 +3,8 @@
 //
 // Tolerance of the products: the GPU computes each block's (or unit's)
 // integer dot exactly and rounds only in f32 scaling and summation: at most
-// about n_in / 256 + 40 sequential roundings of 2^-24 for a row of n_in <= 4352
-// (lane chains, the 5-level shuffle tree, the per-unit scaling), and the
+// about n_in / 256 + 67 sequential roundings of 2^-24 for a row of n_in <= 4352
+// (lane chains, the 32-term sum of the lanes, the per-unit scaling), and the
 // float formats at most n_in / 256 + 13 fused multiply-adds per lane chain.
 // Each rounding errs by at most 2^-24 of a partial sum bounded by
 // sum_i |w_i * a_i| (up to a factor 2 for the formats with minima, where a
@@ -265,8 +265,8 @@ TEST_P(GpuKernelTest, GatherRowsMatchesDequantizeBits) {
 // ---- the kernels' float order, emulated on the host ----
 //
 // Lane l adds units l, l + 32, ... of a row in order (each unit's integer
-// dot exact, then one f32 scaling), and lane sums meet in the xor shuffle
-// tree. The emulation repeats those f32 operations one by one (ISO C++: no
+// dot exact, then one f32 scaling), and the lane sums are added in lane
+// order, from -0. The emulation repeats those f32 operations one by one (ISO C++: no
 // contraction), so the GPU must match it bit for bit. This pins the order
 // that other kernels (the prefill path) reproduce.
 
@@ -279,12 +279,9 @@ float reference_order(uint32_t n_units, AddUnit add_unit) {
     for (uint32_t u = l; u < n_units; u += 32) acc = add_unit(acc, u);
     lanes[l] = acc;
   }
-  for (uint32_t offset = 16; offset > 0; offset >>= 1) {
-    float next[32];
-    for (uint32_t l = 0; l < 32; ++l) next[l] = lanes[l] + lanes[l ^ offset];
-    std::copy(next, next + 32, lanes);
-  }
-  return lanes[0];
+  float total = -0.0f;
+  for (uint32_t l = 0; l < 32; ++l) total += lanes[l];
+  return total;
 }
 
 float add_scaled(float acc, int isum, float dw, float da) {

@@ -86,5 +86,48 @@ TEST(NormQuantize, UncoveredCasesLaunchNothing) {
   EXPECT_TRUE(check_norm_quantize(QuantFormat::F16, x.data(), w.data(), 1e-6f, 896, 1, normed).empty());
 }
 
+// The FFN activation that quantizes its own output for the down projection:
+// SiLU(gate) * up (SiLU in double, rounded once), blocks byte-identical to
+// quantize_row_ref of the rows it stores.
+TEST(SiluQuantize, BlocksEqualReferenceOfActivatedRows) {
+  const Case cases[] = {
+      {QuantFormat::Q4_0, 4864, 1}, {QuantFormat::Q4_1, 512, 3}, {QuantFormat::Q4_K, 14336, 1},
+      {QuantFormat::Q6_K, 4864, 4}, {QuantFormat::Q8_0, 256, 2}, {QuantFormat::IQ4_XS, 8960, 2},
+  };
+  std::mt19937 rng(20261125);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(case_name(c));
+    std::vector<float> gate(std::size_t{c.n} * c.n_rows), up(gate.size());
+    for (float& v : gate) v = 3.0f * normal(rng);
+    for (float& v : up) v = normal(rng);
+    std::vector<float> out;
+    const std::vector<uint8_t> got = check_silu_quantize(c.weight_format, gate.data(), up.data(), c.n, c.n_rows, out);
+    ASSERT_FALSE(got.empty()) << "format and length should be covered";
+    ASSERT_EQ(out.size(), gate.size());
+    const QuantFormat act = quant::format_traits(c.weight_format).activation;
+    const std::size_t row_bytes = quant::row_bytes(act, c.n);
+    ASSERT_EQ(got.size(), row_bytes * c.n_rows);
+    std::vector<uint8_t> want(row_bytes);
+    for (uint32_t r = 0; r < c.n_rows; ++r) {
+      for (uint32_t i = 0; i < c.n; ++i) {
+        const std::size_t k = std::size_t{r} * c.n + i;
+        const double g = gate[k];
+        const float ref = static_cast<float>(g / (1.0 + std::exp(-g))) * up[k];
+        ASSERT_NEAR(out[k], ref, 1e-6 * std::fabs(ref) + 1e-30) << "row " << r << " value " << i;
+      }
+      quant::quantize_row_ref(act, out.data() + std::size_t{r} * c.n, want.data(), c.n);
+      for (std::size_t b = 0; b < row_bytes; ++b) {
+        ASSERT_EQ(got[std::size_t{r} * row_bytes + b], want[b]) << "row " << r << " byte " << b;
+      }
+    }
+  }
+  std::vector<float> out;
+  const std::vector<float> ones(896, 1.0f);
+  EXPECT_TRUE(check_silu_quantize(QuantFormat::Q4_0, ones.data(), ones.data(), 896, 1, out).empty())
+      << "896 values are not whole 256-value groups";
+  EXPECT_TRUE(check_silu_quantize(QuantFormat::F16, ones.data(), ones.data(), 1024, 1, out).empty());
+}
+
 }  // namespace
 }  // namespace lamina::cudaexec

@@ -24,12 +24,25 @@ std::vector<uint8_t> check_quantize_activations(quant::QuantFormat weight_format
 std::vector<uint8_t> check_norm_quantize(quant::QuantFormat weight_format, const float* x, const float* w, float eps,
                                          uint32_t n, uint32_t n_rows, std::vector<float>& normed);
 
+// SiLU(gate) * up for n_rows rows of n values on the GPU, in the launch that
+// also quantizes them for `weight_format` (the FFN's activation before the
+// down projection). Fills `out` with the f32 rows and returns the quantized
+// blocks as check_quantize_activations does; returns an empty vector where
+// that launch does not cover the format or length.
+std::vector<uint8_t> check_silu_quantize(quant::QuantFormat weight_format, const float* gate, const float* up,
+                                         uint32_t n, uint32_t n_rows, std::vector<float>& out);
+
+// Which kernel check_matmul runs: the one matmul() picks for the shape, or
+// the tensor-core kernel whatever the row count.
+enum class MatmulPath { Auto, TensorCores };
+
 // y[r * n_out + o] = dot(weight row o, x row r) through the GPU matmul (with
 // the activations quantized on the GPU). Optional bias[n_out] and
 // residual[n_rows * n_out] (added in place: the kernel gets residual == y).
+// With MatmulPath::TensorCores, empty for a format that kernel lacks.
 std::vector<float> check_matmul(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in,
                                 const float* x, uint32_t n_rows, const float* bias = nullptr,
-                                const float* residual = nullptr);
+                                const float* residual = nullptr, MatmulPath path = MatmulPath::Auto);
 
 // One matrix of check_matmul_group.
 struct CheckMatrix {

@@ -25,6 +25,20 @@ void matmul_kquants(QuantFormat weight_format, const void* w, size_t n_out, size
 // Output rows per unit of work split between threads.
 inline constexpr size_t kOutputGranule = 16;
 
+// Runs rows(begin, end) over [0, n_out) on the pool's threads. One
+// activation row (decode) streams each thread's contiguous share of the
+// weights (faster than taking ranges in turn); several rows are compute
+// bound, and ranges taken in turn keep both threads busy to the end. Either
+// way every output is computed by the same operations.
+template <class Rows>
+void split_output_rows(ThreadPool& pool, size_t n_out, size_t n_activation_rows, const Rows& rows) {
+  if (n_activation_rows == 1) {
+    pool.parallel_for(n_out, kOutputGranule, rows);
+  } else {
+    pool.parallel_for_dynamic(n_out, kOutputGranule, rows);
+  }
+}
+
 // Activation rows per pass over a thread's weight rows: as many as fit in
 // about half of a 1 MiB L2 (at least one register tile of 4), so that they
 // stay cached while the weights stream through once per pass.

@@ -15,9 +15,10 @@ template <class Weights>
 void RunFloat(const void* w, size_t n_out, size_t n_in, const float* x, size_t x_stride,
               size_t n_rows, float* y, ThreadPool& pool) {
   const size_t chunk = detail::activation_rows_per_pass(n_in * sizeof(float));
-  pool.parallel_for(n_out, detail::kOutputGranule, [&](size_t begin, size_t end) {
+  const auto rows = [&](size_t begin, size_t end) {
     fl::MatMulRows<Weights>(w, n_in, n_out, begin, end, x, x_stride, n_rows, chunk, y);
-  });
+  };
+  detail::split_output_rows(pool, n_out, n_rows, rows);
 }
 
 void MatMulFloat(QuantFormat format, const void* w, size_t n_out, size_t n_in, const float* x,

@@ -26,9 +26,10 @@ void RunKQuant(const void* w, size_t n_out, size_t n_in, const QuantizedActivati
                ThreadPool& pool) {
   // Per value: 1 byte, plus a scale and 16 bsums per 256 values.
   const size_t chunk = detail::activation_rows_per_pass(n_in + n_in / 4);
-  pool.parallel_for(n_out, detail::kOutputGranule, [&](size_t begin, size_t end) {
+  const auto rows = [&](size_t begin, size_t end) {
     MatMulRows<Kernel>(w, n_in / kQK_K, n_out, begin, end, x, chunk, y);
-  });
+  };
+  detail::split_output_rows(pool, n_out, x.rows(), rows);
 }
 
 void MatMulKQuants(QuantFormat format, const void* w, size_t n_out, size_t n_in,

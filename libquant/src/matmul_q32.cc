@@ -25,9 +25,10 @@ void RunQ32(const void* w, size_t n_out, size_t n_in, const QuantizedActivations
             ThreadPool& pool) {
   // Per value: 1 byte, plus 3 x 16 bytes of lanes per 32 values.
   const size_t chunk = detail::activation_rows_per_pass(n_in * 5 / 2);
-  pool.parallel_for(n_out, detail::kOutputGranule, [&](size_t begin, size_t end) {
+  const auto rows = [&](size_t begin, size_t end) {
     MatMulRows<Kernel>(w, n_in / kQK, n_out, begin, end, x, chunk, y);
-  });
+  };
+  detail::split_output_rows(pool, n_out, x.rows(), rows);
 }
 
 void MatMulQ32(QuantFormat format, const void* w, size_t n_out, size_t n_in,

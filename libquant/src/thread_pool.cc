@@ -100,4 +100,11 @@ std::pair<size_t, size_t> ThreadPool::thread_range(size_t n, size_t granule, siz
   return {std::min(n, begin_unit * granule), std::min(n, end_unit * granule)};
 }
 
+size_t ThreadPool::dynamic_chunk(size_t n, size_t granule) const {
+  granule = std::max<size_t>(granule, 1);
+  const size_t pieces = 8 * num_threads_;
+  const size_t units = (n + granule - 1) / granule;
+  return std::max<size_t>(1, (units + pieces - 1) / pieces) * granule;
+}
+
 }  // namespace lamina::quant

@@ -1,6 +1,7 @@
 #include "attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "lamina/quant/thread_pool.h"
@@ -48,12 +49,14 @@ void Attention::run(const AttentionShape& shape, const KvCache& cache, uint32_t 
   const std::size_t out_stride = std::size_t{shape.n_head} * shape.head_dim_v;
   const std::size_t n_items = tokens.size() * shape.n_head_kv;
 
-  // Items are split the same way for every batch of this size; each item's
-  // arithmetic is the same wherever it runs.
+  // Threads take items from a shared counter: their costs differ (a prompt's
+  // later tokens see more positions), and each item's arithmetic is the same
+  // whichever thread runs it.
+  std::atomic<std::size_t> next{0};
   pool.run_on_all([&](std::size_t thread) {
-    const auto [begin, end] = pool.thread_range(n_items, 1, thread);
     Scratch& s = scratch_[thread];
-    for (std::size_t item = begin; item < end; ++item) {
+    for (std::size_t item = next.fetch_add(1, std::memory_order_relaxed); item < n_items;
+         item = next.fetch_add(1, std::memory_order_relaxed)) {
       const TokenInput& tok = tokens[item / shape.n_head_kv];
       const uint32_t kv_head = static_cast<uint32_t>(item % shape.n_head_kv);
       const uint32_t p1 = tok.pos + 1;

@@ -2,6 +2,8 @@
 // every call, with a deterministic split of the work.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <type_traits>
@@ -48,10 +50,33 @@ class ThreadPool {
     });
   }
 
+  // Like parallel_for, but threads take ranges of about n / (8 threads)
+  // (multiples of `granule`) from a shared counter until none is left, so a
+  // thread that runs slower (a busy core, a slow wake-up) does less. Which
+  // thread runs an item varies from call to call: for work whose result does
+  // not depend on the thread (each item computed the same way anywhere).
+  template <class Body>
+  void parallel_for_dynamic(size_t n, size_t granule, Body&& body) {
+    if (n == 0) return;
+    if (num_threads_ == 1 || n <= granule) {
+      body(size_t{0}, n);
+      return;
+    }
+    const size_t chunk = dynamic_chunk(n, granule);
+    std::atomic<size_t> next{0};
+    run_on_all([&](size_t) {
+      for (size_t begin = next.fetch_add(chunk, std::memory_order_relaxed); begin < n;
+           begin = next.fetch_add(chunk, std::memory_order_relaxed)) {
+        body(begin, std::min(n, begin + chunk));
+      }
+    });
+  }
+
   // The range parallel_for gives to `thread`.
   std::pair<size_t, size_t> thread_range(size_t n, size_t granule, size_t thread) const;
 
  private:
+  size_t dynamic_chunk(size_t n, size_t granule) const;
   using TaskFn = void (*)(const void* ctx, size_t thread);
   void run(TaskFn fn, const void* ctx);
 

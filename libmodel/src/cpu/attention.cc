@@ -6,29 +6,9 @@
 
 #include "lamina/quant/thread_pool.h"
 #include "ops.h"
+#include "vector_kernels.h"
 
 namespace lamina::model::cpu {
-
-namespace {
-
-// sum a[i] * b[i] in double, in kLanes interleaved partial sums added in a
-// fixed order at the end: independent chains that the compiler vectorizes
-// (one chain of n dependent additions is latency bound), and the same
-// result wherever and with whatever batch it runs.
-double dot_f64(const float* a, const float* b, uint32_t n) {
-  constexpr uint32_t kLanes = 8;
-  double lanes[kLanes] = {};
-  uint32_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (uint32_t l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(a[i + l]) * b[i + l];
-  }
-  for (uint32_t l = 0; i < n; ++i, ++l) lanes[l] += static_cast<double>(a[i]) * b[i];
-  double sum = 0.0;
-  for (double v : lanes) sum += v;
-  return sum;
-}
-
-}  // namespace
 
 Attention::Attention(uint32_t n_ctx, int n_threads, const ModelConfig& config) {
   scratch_.resize(static_cast<std::size_t>(std::max(1, n_threads)));
@@ -94,8 +74,7 @@ void Attention::run(const AttentionShape& shape, const KvCache& cache, uint32_t 
         std::fill(acc, acc + shape.head_dim_v, 0.0);
         for (uint32_t j = 0; j < n; ++j) {
           const double p = s.scores[j] * inv;
-          const float* vj = v_rows + j * v_dim + std::size_t{kv_head} * shape.head_dim_v;
-          for (uint32_t d = 0; d < shape.head_dim_v; ++d) acc[d] += p * vj[d];
+          add_scaled_f64(p, v_rows + j * v_dim + std::size_t{kv_head} * shape.head_dim_v, acc, shape.head_dim_v);
         }
         float* oh = out + t * out_stride + std::size_t{head} * shape.head_dim_v;
         for (uint32_t d = 0; d < shape.head_dim_v; ++d) oh[d] = static_cast<float>(acc[d]);

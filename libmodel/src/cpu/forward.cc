@@ -15,6 +15,7 @@
 #include "linear.h"
 #include "moe.h"
 #include "ops.h"
+#include "vector_kernels.h"
 
 namespace lamina::model {
 
@@ -253,8 +254,8 @@ void CpuForward::State::ffn_block(uint32_t layer, std::size_t n) {
       // much as a small matrix product. Each value is computed the same way
       // wherever it runs.
       pool.parallel_for(n * ff, 256, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i)
-          gate[i] = (gated_gelu ? gelu(gate[i]) : cpu::silu(gate[i])) * up[i];
+        if (!gated_gelu) return cpu::silu_mul(gate.data() + begin, up.data() + begin, gate.data() + begin, end - begin);
+        for (std::size_t i = begin; i < end; ++i) gate[i] = gelu(gate[i]) * up[i];
       });
       linear.apply(l.w_down, gate.data(), n, proj.data());
       break;

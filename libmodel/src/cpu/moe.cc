@@ -5,6 +5,7 @@
 #include "expert_routing.h"
 #include "linear.h"
 #include "ops.h"
+#include "vector_kernels.h"
 
 namespace lamina::model::cpu {
 
@@ -46,7 +47,7 @@ void MixtureOfExperts::run(const LayerWeights& l, const float* h, std::size_t n,
     for (std::size_t i = 0; i < m; ++i) std::copy(h + rows_[i] * D, h + rows_[i] * D + D, in_.data() + i * D);
     const Matrix gate_e = l.gate_exps.expert(e), up_e = l.up_exps.expert(e), down_e = l.down_exps.expert(e);
     linear.apply_shared({{&gate_e, gate_.data()}, {&up_e, up_.data()}}, in_.data(), m);
-    for (std::size_t i = 0; i < m * F; ++i) gate_[i] = silu(gate_[i]) * up_[i];
+    silu_mul(gate_.data(), up_.data(), gate_.data(), m * F);
     linear.apply(down_e, gate_.data(), m, down_.data());
     for (std::size_t i = 0; i < m; ++i) {
       const std::size_t t = rows_[i];

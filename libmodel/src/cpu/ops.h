@@ -71,12 +71,7 @@ inline void add_in_place(float* x, const float* y, std::size_t n) {
 
 // Activations are evaluated in double and rounded once: their results are
 // quantized next, and the correctly rounded value flips the fewest Q8
-// roundings against other engines.
-inline float silu(float x) {
-  const double v = x;
-  return static_cast<float>(v / (1.0 + std::exp(-v)));
-}
-
+// roundings against other engines. (SiLU: silu_mul in vector_kernels.h.)
 inline float gelu_tanh(float x) {
   constexpr double kSqrt2OverPi = 0.79788456080286535588;
   const double v = x;

@@ -69,19 +69,26 @@ struct DeviceActivations {
   DeviceBuffer rows;
 };
 
+// The GGUF blocks of n_rows activation rows (stride apart on the device),
+// back to back without the padding and unpacked copies.
+std::vector<uint8_t> row_blocks(const DeviceBuffer& rows, quant::QuantFormat format, uint32_t n, uint32_t n_rows,
+                                std::size_t stride) {
+  std::vector<uint8_t> all(stride * n_rows);
+  rows.download(all.data(), all.size());
+  const std::size_t blocks_bytes = quant::row_bytes(format, n);
+  std::vector<uint8_t> blocks(blocks_bytes * n_rows);
+  for (uint32_t r = 0; r < n_rows; ++r) {
+    std::memcpy(blocks.data() + r * blocks_bytes, all.data() + r * stride, blocks_bytes);
+  }
+  return blocks;
+}
+
 }  // namespace
 
 std::vector<uint8_t> check_quantize_activations(quant::QuantFormat weight_format, const float* x, uint32_t n_in,
                                                 uint32_t n_rows) {
   const DeviceActivations act(weight_format, x, n_in, n_rows);
-  std::vector<uint8_t> all(act.stride * n_rows);
-  act.rows.download(all.data(), all.size());
-  const std::size_t row_bytes = quant::row_bytes(act.format, n_in);
-  std::vector<uint8_t> blocks(row_bytes * n_rows);
-  for (uint32_t r = 0; r < n_rows; ++r) {
-    std::memcpy(blocks.data() + r * row_bytes, all.data() + r * act.stride, row_bytes);
-  }
-  return blocks;
+  return row_blocks(act.rows, act.format, n_in, n_rows, act.stride);
 }
 
 std::vector<uint8_t> check_norm_quantize(quant::QuantFormat weight_format, const float* x, const float* w, float eps,
@@ -112,14 +119,7 @@ std::vector<uint8_t> check_norm_quantize(quant::QuantFormat weight_format, const
   LAMINA_CUDA_CHECK(cudaDeviceSynchronize());
   normed.resize(std::size_t{n} * n_rows);
   out_dev.download(normed.data(), row_bytes * n_rows);
-  std::vector<uint8_t> all(stride * n_rows);
-  act_dev.download(all.data(), all.size());
-  const std::size_t blocks_bytes = quant::row_bytes(format, n);
-  std::vector<uint8_t> blocks(blocks_bytes * n_rows);
-  for (uint32_t r = 0; r < n_rows; ++r) {
-    std::memcpy(blocks.data() + r * blocks_bytes, all.data() + r * stride, blocks_bytes);
-  }
-  return blocks;
+  return row_blocks(act_dev, format, n, n_rows, stride);
 }
 
 std::vector<uint8_t> check_silu_quantize(quant::QuantFormat weight_format, const float* gate, const float* up,
@@ -141,14 +141,7 @@ std::vector<uint8_t> check_silu_quantize(quant::QuantFormat weight_format, const
   LAMINA_CUDA_CHECK(cudaDeviceSynchronize());
   out.resize(std::size_t{n} * n_rows);
   out_dev.download(out.data(), rows_bytes);
-  std::vector<uint8_t> all(stride * n_rows);
-  act_dev.download(all.data(), all.size());
-  const std::size_t blocks_bytes = quant::row_bytes(format, n);
-  std::vector<uint8_t> blocks(blocks_bytes * n_rows);
-  for (uint32_t r = 0; r < n_rows; ++r) {
-    std::memcpy(blocks.data() + r * blocks_bytes, all.data() + r * stride, blocks_bytes);
-  }
-  return blocks;
+  return row_blocks(act_dev, format, n, n_rows, stride);
 }
 
 std::vector<float> check_matmul(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in,

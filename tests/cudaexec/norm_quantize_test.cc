@@ -29,6 +29,21 @@ std::string case_name(const Case& c) {
          " rows=" + std::to_string(c.n_rows);
 }
 
+// The quantized blocks `got` (as check_quantize_activations returns them)
+// equal quantize_row_ref of each of the n_rows f32 rows the launch stored.
+void expect_blocks_of_rows(const Case& c, const std::vector<uint8_t>& got, const std::vector<float>& rows) {
+  const QuantFormat act = quant::format_traits(c.weight_format).activation;
+  const std::size_t row_bytes = quant::row_bytes(act, c.n);
+  ASSERT_EQ(got.size(), row_bytes * c.n_rows);
+  std::vector<uint8_t> want(row_bytes);
+  for (uint32_t r = 0; r < c.n_rows; ++r) {
+    quant::quantize_row_ref(act, rows.data() + std::size_t{r} * c.n, want.data(), c.n);
+    for (std::size_t b = 0; b < row_bytes; ++b) {
+      ASSERT_EQ(got[std::size_t{r} * row_bytes + b], want[b]) << "row " << r << " byte " << b;
+    }
+  }
+}
+
 TEST(NormQuantize, BlocksEqualReferenceOfNormedRows) {
   const Case cases[] = {
       {QuantFormat::Q4_0, 896, 1},  {QuantFormat::Q4_0, 896, 5},   {QuantFormat::Q5_0, 4096, 3},
@@ -55,10 +70,6 @@ TEST(NormQuantize, BlocksEqualReferenceOfNormedRows) {
     ASSERT_FALSE(got.empty()) << "format and length should be covered";
     ASSERT_EQ(normed.size(), x.size());
 
-    const QuantFormat act = quant::format_traits(c.weight_format).activation;
-    const std::size_t row_bytes = quant::row_bytes(act, c.n);
-    ASSERT_EQ(got.size(), row_bytes * c.n_rows);
-    std::vector<uint8_t> want(row_bytes);
     for (uint32_t r = 0; r < c.n_rows; ++r) {
       const float* xr = x.data() + std::size_t{r} * c.n;
       const float* yr = normed.data() + std::size_t{r} * c.n;
@@ -69,11 +80,8 @@ TEST(NormQuantize, BlocksEqualReferenceOfNormedRows) {
         const double ref = xr[i] * s * w[i];
         ASSERT_NEAR(yr[i], ref, 1e-6 * std::fabs(ref) + 1e-30) << "row " << r << " value " << i;
       }
-      quant::quantize_row_ref(act, yr, want.data(), c.n);
-      for (std::size_t b = 0; b < row_bytes; ++b) {
-        ASSERT_EQ(got[std::size_t{r} * row_bytes + b], want[b]) << "row " << r << " byte " << b;
-      }
     }
+    expect_blocks_of_rows(c, got, normed);
   }
 }
 
@@ -105,22 +113,12 @@ TEST(SiluQuantize, BlocksEqualReferenceOfActivatedRows) {
     const std::vector<uint8_t> got = check_silu_quantize(c.weight_format, gate.data(), up.data(), c.n, c.n_rows, out);
     ASSERT_FALSE(got.empty()) << "format and length should be covered";
     ASSERT_EQ(out.size(), gate.size());
-    const QuantFormat act = quant::format_traits(c.weight_format).activation;
-    const std::size_t row_bytes = quant::row_bytes(act, c.n);
-    ASSERT_EQ(got.size(), row_bytes * c.n_rows);
-    std::vector<uint8_t> want(row_bytes);
-    for (uint32_t r = 0; r < c.n_rows; ++r) {
-      for (uint32_t i = 0; i < c.n; ++i) {
-        const std::size_t k = std::size_t{r} * c.n + i;
-        const double g = gate[k];
-        const float ref = static_cast<float>(g / (1.0 + std::exp(-g))) * up[k];
-        ASSERT_NEAR(out[k], ref, 1e-6 * std::fabs(ref) + 1e-30) << "row " << r << " value " << i;
-      }
-      quant::quantize_row_ref(act, out.data() + std::size_t{r} * c.n, want.data(), c.n);
-      for (std::size_t b = 0; b < row_bytes; ++b) {
-        ASSERT_EQ(got[std::size_t{r} * row_bytes + b], want[b]) << "row " << r << " byte " << b;
-      }
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      const double g = gate[k];
+      const float ref = static_cast<float>(g / (1.0 + std::exp(-g))) * up[k];
+      ASSERT_NEAR(out[k], ref, 1e-6 * std::fabs(ref) + 1e-30) << "value " << k;
     }
+    expect_blocks_of_rows(c, got, out);
   }
   std::vector<float> out;
   const std::vector<float> ones(896, 1.0f);

@@ -57,7 +57,7 @@ TEST_P(VectorKernels, AddScaledF64BitIdenticalToScalar) {
       add_scaled_f64(p, x.data(), got.data(), n);
       scalar::add_scaled_f64(p, x.data(), want.data(), n);
     }
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(double)), 0) << "n=" << n;
+    EXPECT_TRUE(n == 0 || std::memcmp(got.data(), want.data(), n * sizeof(double)) == 0) << "n=" << n;
   }
   expect_target();
 }

@@ -38,6 +38,22 @@ std::string gib(uint64_t bytes) {
   return s.str();
 }
 
+std::string mib(uint64_t bytes) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
+  return s.str();
+}
+
+// Peak resident memory beyond the model file and the KV cache, as a share of the two.
+std::string memory_overhead(const BenchRun& run) {
+  const uint64_t base = run.model.file_bytes + run.kv_cache_bytes;
+  const double over = static_cast<double>(run.peak_rss_bytes) - static_cast<double>(base);
+  std::ostringstream s;
+  s << std::showpos << std::fixed << std::setprecision(1) << over / (1024.0 * 1024.0) << " MiB ("
+    << 100.0 * over / static_cast<double>(base) << "%) over file + KV cache";
+  return s.str();
+}
+
 std::string millions(uint64_t n) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(2) << static_cast<double>(n) / 1e6 << " M";
@@ -93,9 +109,10 @@ void print_results(std::ostream& out, const std::string& format, const BenchOpti
   }
   out << "\nbuild: lamina " << LAMINA_VERSION << ", " << compiler() << ", SIMD target " << target << "\n";
   out << "cpu: " << cpu_name() << "\n";
-  out << "load: " << std::fixed << std::setprecision(1) << run.load_ms << " ms, peak RSS " << gib(run.peak_rss_bytes)
-      << ", KV cache " << gib(run.kv_cache_bytes) << " (" << options.kv_type << "), time to first token "
+  out << "load: " << std::fixed << std::setprecision(1) << run.load_ms << " ms, time to first token "
       << run.first_token_ms << " ms\n";
+  out << "memory: peak RSS " << mib(run.peak_rss_bytes) << ", file " << mib(run.model.file_bytes) << ", KV cache "
+      << mib(run.kv_cache_bytes) << " (" << options.kv_type << "), " << memory_overhead(run) << "\n";
   if (!run.device_memory.empty()) out << run.device_memory << "\n";
 }
 

@@ -13,7 +13,7 @@ json to_json(const gguf::Value& v) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::shared_ptr<const gguf::Array>>) {
           json arr = json::array();
-          for (const auto& item : x->items) arr.push_back(to_json(item));
+          for (std::size_t i = 0; i < x->size(); ++i) arr.push_back(to_json(x->at(i)));
           return arr;
         } else if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, uint16_t> ||
                              std::is_same_v<T, uint32_t>) {

@@ -67,7 +67,7 @@ void print_overview(std::ostream& out, const gguf::GgufFile& file) {
     out << "tokenizer: " << gguf::to_display_string(*model);
     if (const auto* tokens = file.find("tokenizer.ggml.tokens");
         tokens && tokens->type() == gguf::ValueType::Array)
-      out << ", " << tokens->as_array().items.size() << " tokens";
+      out << ", " << tokens->as_array().size() << " tokens";
     if (const auto* pre = file.find("tokenizer.ggml.pre"))
       out << ", pre-tokenizer " << gguf::to_display_string(*pre);
     out << '\n';
@@ -81,8 +81,8 @@ void print_metadata(std::ostream& out, const gguf::GgufFile& file, const ReportO
     std::string type(gguf::value_type_name(kv.value.type()));
     if (kv.value.type() == gguf::ValueType::Array) {
       const auto& a = kv.value.as_array();
-      type = "array<" + std::string(gguf::value_type_name(a.element_type)) + ">[" +
-             std::to_string(a.items.size()) + "]";
+      type = "array<" + std::string(gguf::value_type_name(a.element_type())) + ">[" +
+             std::to_string(a.size()) + "]";
     }
     out << "  " << kv.key << " (" << type << ") = " << gguf::to_display_string(kv.value, limit)
         << '\n';

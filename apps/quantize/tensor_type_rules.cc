@@ -275,8 +275,8 @@ uint32_t first_u32(const gguf::GgufFile& file, const std::string& key, uint32_t 
   if (v == nullptr) return absent;
   if (v->type() == gguf::ValueType::Array) {
     const gguf::Array& a = v->as_array();
-    if (a.items.empty()) return absent;
-    return static_cast<uint32_t>(a.items.front().as_uint64());
+    if (a.empty()) return absent;
+    return static_cast<uint32_t>(a.at(0).as_uint64());
   }
   return static_cast<uint32_t>(v->as_uint64());
 }

@@ -68,14 +68,19 @@ const T& typed(const GgufFile& f, std::string_view key) {
 template <typename T>
 std::vector<T> typed_array(const GgufFile& f, std::string_view key) {
   const Array& a = f.get_array(key);
-  std::vector<T> out;
-  out.reserve(a.items.size());
   try {
-    for (const auto& v : a.items) out.push_back(v.as<T>());
+    if constexpr (std::is_same_v<T, std::string>) {
+      std::vector<std::string> out;
+      out.reserve(a.size());
+      for (std::size_t i = 0; i < a.size(); ++i) out.emplace_back(a.string_at(i));
+      return out;
+    } else {
+      const auto items = a.values<T>();
+      return std::vector<T>(items.begin(), items.end());
+    }
   } catch (const GgufError& e) {
     throw GgufError("metadata key '" + std::string(key) + "': array element " + e.what());
   }
-  return out;
 }
 
 }  // namespace

@@ -49,14 +49,40 @@ class Cursor {
   }
 
   std::string read_string(const char* what) {
+    std::string s;
+    append_string(s, what);
+    return s;
+  }
+
+  // Reads a length-prefixed string onto the end of `out`.
+  void append_string(std::string& out, const char* what) {
     const uint64_t start = pos_;
     const uint64_t len = read<uint64_t>(what);
     if (len > limits_.max_string_bytes)
       fail(std::string(what) + " length " + std::to_string(len) + " exceeds the limit", start);
     need(len, what);
-    std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), len);
+    out.append(reinterpret_cast<const char*>(bytes_.data() + pos_), len);
     pos_ += len;
-    return s;
+  }
+
+  const std::byte* here() const { return bytes_.data() + pos_; }
+
+  // Total length of the `count` strings that start here, checked like append_string
+  // would check them, without moving; lets a string array be stored without slack.
+  uint64_t string_bytes_ahead(uint64_t count, const char* what) {
+    const uint64_t start = pos_;
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < count; ++i) {
+      const uint64_t at = pos_;
+      const uint64_t len = read<uint64_t>(what);
+      if (len > limits_.max_string_bytes)
+        fail(std::string(what) + " length " + std::to_string(len) + " exceeds the limit", at);
+      need(len, what);
+      pos_ += len;
+      total += len;  // cannot overflow: every string lies inside the file
+    }
+    pos_ = start;
+    return total;
   }
 
   void skip_to(uint64_t offset) { pos_ = offset; }
@@ -201,10 +227,53 @@ class Parser {
       cur_.fail("key '" + key + "': more than " + std::to_string(limits_.max_array_elements) +
                     " array elements in the file",
                 count_pos);
-    Array a{elem, {}};
-    a.items.reserve(count);
-    for (uint64_t i = 0; i < count; ++i) a.items.push_back(read_value(elem, depth + 1, key));
-    return Value::array(std::move(a));
+    return Value::array(read_elements(elem, count, depth, key));
+  }
+
+  template <typename T>
+  Array read_scalars(uint64_t count, const char* what) {
+    cur_.need(count * sizeof(T), what);  // count * size cannot overflow: bounded by remaining()
+    std::vector<T> items(count);
+    if (count) std::memcpy(items.data(), cur_.here(), count * sizeof(T));
+    cur_.skip_to(cur_.pos() + count * sizeof(T));
+    return Array::of(std::move(items));
+  }
+
+  Array read_elements(ValueType elem, uint64_t count, uint32_t depth, const std::string& key) {
+    switch (elem) {
+      case ValueType::UInt8: return read_scalars<uint8_t>(count, "uint8 array");
+      case ValueType::Int8: return read_scalars<int8_t>(count, "int8 array");
+      case ValueType::UInt16: return read_scalars<uint16_t>(count, "uint16 array");
+      case ValueType::Int16: return read_scalars<int16_t>(count, "int16 array");
+      case ValueType::UInt32: return read_scalars<uint32_t>(count, "uint32 array");
+      case ValueType::Int32: return read_scalars<int32_t>(count, "int32 array");
+      case ValueType::Float32: return read_scalars<float>(count, "float32 array");
+      case ValueType::UInt64: return read_scalars<uint64_t>(count, "uint64 array");
+      case ValueType::Int64: return read_scalars<int64_t>(count, "int64 array");
+      case ValueType::Float64: return read_scalars<double>(count, "float64 array");
+      case ValueType::Bool: {
+        std::vector<bool> items(count);
+        for (uint64_t i = 0; i < count; ++i) items[i] = read_value(elem, depth + 1, key).as<bool>();
+        return Array::of(std::move(items));
+      }
+      case ValueType::String: {
+        Array::Strings s;
+        s.chars.reserve(cur_.string_bytes_ahead(count, "string value"));
+        s.ends.reserve(count);
+        for (uint64_t i = 0; i < count; ++i) {
+          cur_.append_string(s.chars, "string value");
+          s.ends.push_back(s.chars.size());
+        }
+        return Array(Array::Items(std::in_place_index<8>, std::move(s)));
+      }
+      case ValueType::Array: {
+        std::vector<Value> items;
+        items.reserve(count);
+        for (uint64_t i = 0; i < count; ++i) items.push_back(read_array(depth + 1, key));
+        return Array(Array::Items(std::in_place_index<9>, std::move(items)));
+      }
+    }
+    cur_.fail("key '" + key + "': unknown array element type", cur_.pos());
   }
 
   void read_alignment(GgufFile& f) {

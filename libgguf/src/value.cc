@@ -47,15 +47,14 @@ void append_display(std::ostringstream& out, const Value& v, std::size_t max_ite
           }
           out << '"';
         } else if constexpr (std::is_same_v<T, std::shared_ptr<const Array>>) {
-          const auto& items = x->items;
-          const std::size_t shown =
-              max_items == 0 ? items.size() : std::min(items.size(), max_items);
+          const std::size_t n = x->size();
+          const std::size_t shown = max_items == 0 ? n : std::min(n, max_items);
           out << '[';
           for (std::size_t i = 0; i < shown; ++i) {
             if (i) out << ", ";
-            append_display(out, items[i], max_items);
+            append_display(out, x->at(i), max_items);
           }
-          if (shown < items.size()) out << ", ... (" << items.size() << " items)";
+          if (shown < n) out << ", ... (" << n << " items)";
           out << ']';
         } else if constexpr (std::is_same_v<T, bool>) {
           out << (x ? "true" : "false");
@@ -152,30 +151,163 @@ bool Value::operator==(const Value& other) const {
     }
     return storage_ == other.storage_;
   }
-  const Array& a = as_array();
-  const Array& b = other.as_array();
-  return a.element_type == b.element_type && a.items == b.items;
+  return as_array() == other.as_array();
+}
+
+Value Value::array(Array a) {
+  return Value(Storage(std::in_place_index<9>, std::make_shared<const Array>(std::move(a))));
 }
 
 Value Value::string_array(const std::vector<std::string>& items) {
-  Array a{ValueType::String, {}};
-  a.items.reserve(items.size());
-  for (const auto& s : items) a.items.push_back(Value::string(s));
-  return Value::array(std::move(a));
+  return Value::array(Array::of(items));
 }
 
-Value Value::f32_array(const std::vector<float>& items) {
-  Array a{ValueType::Float32, {}};
-  a.items.reserve(items.size());
-  for (float f : items) a.items.push_back(Value::f32(f));
-  return Value::array(std::move(a));
+Value Value::f32_array(const std::vector<float>& items) { return Value::array(Array::of(items)); }
+
+Value Value::i32_array(const std::vector<int32_t>& items) { return Value::array(Array::of(items)); }
+
+template <typename T>
+Array Array::of(std::vector<T> items) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    Strings s;
+    std::size_t total = 0;
+    for (const auto& item : items) total += item.size();
+    s.chars.reserve(total);
+    s.ends.reserve(items.size());
+    for (const auto& item : items) {
+      s.chars += item;
+      s.ends.push_back(s.chars.size());
+    }
+    return Array(Items(std::in_place_index<8>, std::move(s)));
+  } else {
+    constexpr auto index = static_cast<std::size_t>(value_type_of<T>());
+    return Array(Items(std::in_place_index<index>, std::move(items)));
+  }
 }
 
-Value Value::i32_array(const std::vector<int32_t>& items) {
-  Array a{ValueType::Int32, {}};
-  a.items.reserve(items.size());
-  for (int32_t i : items) a.items.push_back(Value::i32(i));
-  return Value::array(std::move(a));
+template Array Array::of(std::vector<uint8_t>);
+template Array Array::of(std::vector<int8_t>);
+template Array Array::of(std::vector<uint16_t>);
+template Array Array::of(std::vector<int16_t>);
+template Array Array::of(std::vector<uint32_t>);
+template Array Array::of(std::vector<int32_t>);
+template Array Array::of(std::vector<float>);
+template Array Array::of(std::vector<bool>);
+template Array Array::of(std::vector<std::string>);
+template Array Array::of(std::vector<uint64_t>);
+template Array Array::of(std::vector<int64_t>);
+template Array Array::of(std::vector<double>);
+
+namespace {
+
+template <typename T>
+std::vector<T> unpack(const std::vector<Value>& items) {
+  std::vector<T> out;
+  out.reserve(items.size());
+  for (const auto& v : items) out.push_back(v.as<T>());
+  return out;
+}
+
+}  // namespace
+
+Array Array::from_values(ValueType element, const std::vector<Value>& items) {
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].type() != element)
+      throw GgufError("array of " + std::string(value_type_name(element)) + " holds a " +
+                      std::string(value_type_name(items[i].type())) + " at index " + std::to_string(i));
+  }
+  switch (element) {
+    case ValueType::UInt8: return of(unpack<uint8_t>(items));
+    case ValueType::Int8: return of(unpack<int8_t>(items));
+    case ValueType::UInt16: return of(unpack<uint16_t>(items));
+    case ValueType::Int16: return of(unpack<int16_t>(items));
+    case ValueType::UInt32: return of(unpack<uint32_t>(items));
+    case ValueType::Int32: return of(unpack<int32_t>(items));
+    case ValueType::Float32: return of(unpack<float>(items));
+    case ValueType::Bool: return of(unpack<bool>(items));
+    case ValueType::String: return of(unpack<std::string>(items));
+    case ValueType::Array: return Array(Items(std::in_place_index<9>, items));
+    case ValueType::UInt64: return of(unpack<uint64_t>(items));
+    case ValueType::Int64: return of(unpack<int64_t>(items));
+    case ValueType::Float64: return of(unpack<double>(items));
+  }
+  throw GgufError("unknown array element type " + std::to_string(static_cast<uint32_t>(element)));
+}
+
+std::size_t Array::size() const {
+  return std::visit(
+      [](const auto& x) -> std::size_t {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Strings>) return x.ends.size();
+        else return x.size();
+      },
+      items_);
+}
+
+Value Array::at(std::size_t i) const {
+  if (i >= size())
+    throw GgufError("array index " + std::to_string(i) + " out of range (" + std::to_string(size()) +
+                    " elements)");
+  return std::visit(
+      [&](const auto& x) -> Value {
+        using V = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<V, Strings>) return Value::string(std::string(string_at(i)));
+        else if constexpr (std::is_same_v<V, std::vector<Value>>) return x[i];
+        else if constexpr (std::is_same_v<V, std::vector<bool>>) return Value::boolean(x[i]);
+        else if constexpr (std::is_same_v<V, std::vector<uint8_t>>) return Value::u8(x[i]);
+        else if constexpr (std::is_same_v<V, std::vector<int8_t>>) return Value::i8(x[i]);
+        else if constexpr (std::is_same_v<V, std::vector<uint16_t>>) return Value::u16(x[i]);
+        else if constexpr (std::is_same_v<V, std::vector<int16_t>>) return Value::i16(x[i]);
+        else if constexpr (std::is_same_v<V, std::vector<uint32_t>>) return Value::u32(x[i]);
+        else if constexpr (std::is_same_v<V, std::vector<int32_t>>) return Value::i32(x[i]);
+        else if constexpr (std::is_same_v<V, std::vector<float>>) return Value::f32(x[i]);
+        else if constexpr (std::is_same_v<V, std::vector<uint64_t>>) return Value::u64(x[i]);
+        else if constexpr (std::is_same_v<V, std::vector<int64_t>>) return Value::i64(x[i]);
+        else return Value::f64(x[i]);
+      },
+      items_);
+}
+
+std::string_view Array::string_at(std::size_t i) const {
+  const auto* s = std::get_if<Strings>(&items_);
+  if (s == nullptr) throw_type_mismatch(ValueType::String, element_type());
+  if (i >= s->ends.size())
+    throw GgufError("array index " + std::to_string(i) + " out of range (" +
+                    std::to_string(s->ends.size()) + " elements)");
+  const uint64_t begin = i == 0 ? 0 : s->ends[i - 1];
+  return std::string_view(s->chars).substr(begin, s->ends[i] - begin);
+}
+
+template <typename T>
+std::span<const T> Array::values() const {
+  constexpr auto index = static_cast<std::size_t>(value_type_of<T>());
+  if (const auto* v = std::get_if<index>(&items_)) return *v;
+  throw_type_mismatch(value_type_of<T>(), element_type());
+}
+
+template std::span<const uint8_t> Array::values() const;
+template std::span<const int8_t> Array::values() const;
+template std::span<const uint16_t> Array::values() const;
+template std::span<const int16_t> Array::values() const;
+template std::span<const uint32_t> Array::values() const;
+template std::span<const int32_t> Array::values() const;
+template std::span<const float> Array::values() const;
+template std::span<const uint64_t> Array::values() const;
+template std::span<const int64_t> Array::values() const;
+template std::span<const double> Array::values() const;
+
+bool Array::operator==(const Array& other) const {
+  if (items_.index() != other.items_.index()) return false;
+  return std::visit(
+      [&](const auto& x) -> bool {
+        using V = std::decay_t<decltype(x)>;
+        const V& y = std::get<V>(other.items_);
+        // Floats compare bitwise so NaN round-trips compare equal.
+        if constexpr (std::is_same_v<V, std::vector<float>> || std::is_same_v<V, std::vector<double>>)
+          return x.size() == y.size() &&
+                 (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof x[0]) == 0);
+        else return x == y;
+      },
+      items_);
 }
 
 std::string to_display_string(const Value& v, std::size_t max_items) {

@@ -29,7 +29,7 @@ class ByteSink {
     out_.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
     pos_ += n;
   }
-  void string(const std::string& s) {
+  void string(std::string_view s) {
     put<uint64_t>(s.size());
     bytes(s.data(), s.size());
   }
@@ -56,13 +56,13 @@ void write_value(ByteSink& sink, const Value& v) {
         if constexpr (std::is_same_v<T, std::string>) {
           sink.string(x);
         } else if constexpr (std::is_same_v<T, std::shared_ptr<const Array>>) {
-          sink.put<uint32_t>(static_cast<uint32_t>(x->element_type));
-          sink.put<uint64_t>(x->items.size());
-          for (const auto& item : x->items) {
-            if (item.type() != x->element_type)
-              throw GgufError("array of " + std::string(value_type_name(x->element_type)) +
-                              " holds a " + std::string(value_type_name(item.type())));
-            write_value(sink, item);
+          const Array& a = *x;
+          sink.put<uint32_t>(static_cast<uint32_t>(a.element_type()));
+          sink.put<uint64_t>(a.size());
+          if (a.element_type() == ValueType::String) {
+            for (std::size_t i = 0; i < a.size(); ++i) sink.string(a.string_at(i));
+          } else {
+            for (std::size_t i = 0; i < a.size(); ++i) write_value(sink, a.at(i));
           }
         } else if constexpr (std::is_same_v<T, bool>) {
           sink.put<uint8_t>(x ? 1 : 0);

@@ -20,7 +20,7 @@ std::optional<std::string_view> template_of(const Model& model) {
   return std::string_view(v->as_string());
 }
 
-std::string token_text(const Tokenizer& tok, int32_t id) { return id >= 0 ? tok.token_text(id) : std::string(); }
+std::string token_text(const Tokenizer& tok, int32_t id) { return id >= 0 ? std::string(tok.token_text(id)) : std::string(); }
 
 bool flag_value(const std::vector<std::pair<std::string, bool>>& flags, std::string_view name, bool fallback) {
   for (const auto& [k, v] : flags)

@@ -61,7 +61,7 @@ void require(bool ok, const std::string& what) {
 uint32_t vocab_size(const gguf::GgufFile& file, const MetadataReader& md) {
   if (auto n = md.u32("vocab_size")) return *n;
   if (const auto* tokens = file.find("tokenizer.ggml.tokens"); tokens && tokens->type() == gguf::ValueType::Array)
-    return static_cast<uint32_t>(tokens->as_array().items.size());
+    return static_cast<uint32_t>(tokens->as_array().size());
   const auto* embd = file.find_tensor("token_embd.weight");
   require(embd != nullptr, "cannot tell the vocabulary size: no tokenizer.ggml.tokens and no token_embd.weight");
   return static_cast<uint32_t>(embd->ne[1]);

@@ -213,7 +213,7 @@ TEST(Malformed, DeeplyNestedArrays) {
   const GgufFile stories = GgufFile::open(testing::testdata_file(kStories));
   auto nested = [](uint64_t depth) {
     Value v = Value::string_array({"leaf"});
-    for (uint64_t i = 1; i < depth; ++i) v = Value::array(Array{ValueType::Array, {v}});
+    for (uint64_t i = 1; i < depth; ++i) v = Value::array(Array::from_values(ValueType::Array, {v}));
     return v;
   };
   for (uint64_t depth : {limit, limit + 1}) {

@@ -204,7 +204,7 @@ TEST(RealFiles, TinyStories656KQ8_0) {
   EXPECT_EQ(f.get_u32("general.quantization_version"), 2u);
   EXPECT_EQ(f.get_string("general.license"), "apache-2.0");
   EXPECT_EQ(f.get_string_array("general.languages"), (std::vector<std::string>{"en"}));
-  EXPECT_EQ(f.get_array("general.languages").element_type, ValueType::String);
+  EXPECT_EQ(f.get_array("general.languages").element_type(), ValueType::String);
 
   EXPECT_EQ(f.find_tensor("output.weight"), nullptr);
   for (const auto& t : f.tensors()) {

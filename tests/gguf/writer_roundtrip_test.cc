@@ -23,7 +23,7 @@ using KeyValues = std::vector<std::pair<std::string, Value>>;
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 Value array_of(ValueType element, std::vector<Value> items) {
-  return Value::array(Array{element, std::move(items)});
+  return Value::array(Array::from_values(element, items));
 }
 
 // Metadata covering all 13 value types, their extremes, NaNs with payloads,
@@ -246,15 +246,18 @@ TEST(Writer, RejectsInvalidInput) {
   expect_error([&] { w.add_tensor("u", TensorType::F32, five_dims, four); }, "n_dims 5");
   expect_error([&] { w.add_tensor("u", static_cast<TensorType>(4), one, four); }, "unknown");
 
-  // An array whose items do not match its element type cannot be written.
-  GgufWriter bad;
-  bad.set("mixed", array_of(ValueType::UInt8, {Value::u8(1), Value::string("x")}));
-  expect_error([&] { (void)bad.to_bytes(); }, "array of uint8 holds a string");
+  // An array cannot hold an item of another type than its element type.
+  expect_error([&] { (void)array_of(ValueType::UInt8, {Value::u8(1), Value::string("x")}); },
+               "array of uint8 holds a string at index 1");
 
-  // A failed write_file leaves nothing behind.
+  // A failed write_file leaves nothing behind, also when it fails halfway.
+  GgufWriter deferred;
+  deferred.set("x", Value::u8(1));
+  deferred.add_tensor_deferred("u", TensorType::F32, one);
+  const auto failing_fill = [](std::size_t, std::span<std::byte>) { throw GgufError("no data for u"); };
   const auto dir = testing::make_temp_dir("gguf_writer_fail");
   expect_error([&] { GgufWriter().write_file(dir / "missing" / "x.gguf"); }, "cannot create");
-  expect_error([&] { bad.write_file(dir / "bad.gguf"); }, "array of uint8");
+  expect_error([&] { deferred.write_file(dir / "bad.gguf", failing_fill); }, "no data for u");
   EXPECT_TRUE(std::filesystem::is_empty(dir));
   std::filesystem::remove_all(dir);
 }

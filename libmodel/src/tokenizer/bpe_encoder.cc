@@ -46,20 +46,22 @@ struct LowerRankFirst {
 
 BpeModel::BpeModel(const gguf::GgufFile& file, const Vocabulary& vocab)
     : pre_tokenizer_(rules_for(vocab)), ignore_merges_(rules_for(vocab).ignore_merges) {
-  const std::vector<std::string> merges = required_strings(file, kMergesKey);
+  const StringTable merges = required_string_table(file, kMergesKey);
   extra_index_.build(extra_pieces_);
   merges_.reserve(merges.size());
+  std::string joined;
   for (std::size_t rank = 0; rank < merges.size(); ++rank) {
-    const std::string& line = merges[rank];
+    const std::string_view line = merges[rank];
     // The separator is the first space after the first byte (a part is never empty).
     const std::size_t space = line.size() > 1 ? line.find(' ', 1) : std::string::npos;
     if (space == std::string::npos || space + 1 >= line.size()) {
       throw TokenizerError(std::string(kMergesKey) + "[" + std::to_string(rank) +
-                           "]: expected two parts separated by a space, got '" + line + "'");
+                           "]: expected two parts separated by a space, got '" + std::string(line) + "'");
     }
     const int32_t left = intern(vocab, line.substr(0, space));
     const int32_t right = intern(vocab, line.substr(space + 1));
-    const int32_t result = intern(vocab, line.substr(0, space) + line.substr(space + 1));
+    joined.assign(line.substr(0, space)).append(line.substr(space + 1));
+    const int32_t result = intern(vocab, joined);
     // A repeated pair keeps its first (best) rank.
     merges_.try_emplace(pair_key(left, right), Merge{static_cast<int32_t>(rank), result});
   }
@@ -72,7 +74,7 @@ int32_t BpeModel::piece_id(const Vocabulary& vocab, std::string_view text) const
   return extra >= 0 ? vocab.size() + extra : -1;
 }
 
-int32_t BpeModel::intern(const Vocabulary& vocab, const std::string& text) {
+int32_t BpeModel::intern(const Vocabulary& vocab, std::string_view text) {
   const int32_t id = piece_id(vocab, text);
   if (id >= 0) return id;
   extra_pieces_.push_back(text);

@@ -46,7 +46,7 @@ class BpeModel {
   // Piece ids: token ids for strings in the vocabulary, ids from n_vocab on for the
   // merge strings that are not tokens.
   int32_t piece_id(const Vocabulary& vocab, std::string_view text) const;
-  int32_t intern(const Vocabulary& vocab, const std::string& text);
+  int32_t intern(const Vocabulary& vocab, std::string_view text);
   static uint64_t pair_key(int32_t left, int32_t right) {
     return (uint64_t{static_cast<uint32_t>(left)} << 32) | static_cast<uint32_t>(right);
   }
@@ -54,7 +54,7 @@ class BpeModel {
 
   PreTokenizer pre_tokenizer_;
   bool ignore_merges_ = false;
-  std::vector<std::string> extra_pieces_;
+  StringTable extra_pieces_;
   TextIndex extra_index_;
   std::unordered_map<uint64_t, Merge> merges_;
 };

@@ -10,6 +10,7 @@
 
 #include "lamina/gguf/file.h"
 #include "lamina/model/tokenizer.h"
+#include "tokenizer/string_table.h"
 
 namespace lamina::model::detail {
 
@@ -50,11 +51,23 @@ inline std::optional<int64_t> optional_integer(const gguf::GgufFile& f, std::str
   });
 }
 
-inline std::vector<std::string> required_strings(const gguf::GgufFile& f, std::string_view key) {
+// The array of strings at `key`, packed; throws TokenizerError when it is missing or not strings.
+inline StringTable required_string_table(const gguf::GgufFile& f, std::string_view key) {
   if (!f.contains(key)) {
     throw TokenizerError("tokenizer metadata: missing key '" + std::string(key) + "'");
   }
-  return read_metadata([&] { return f.get_string_array(key); });
+  return read_metadata([&] {
+    const gguf::Array& a = f.get_array(key);
+    if (a.element_type() != gguf::ValueType::String)
+      throw gguf::GgufError("metadata key '" + std::string(key) + "': expected an array of strings, found an array of " +
+                            std::string(gguf::value_type_name(a.element_type())));
+    StringTable out;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) bytes += a.string_at(i).size();
+    out.reserve(a.size(), bytes);
+    for (std::size_t i = 0; i < a.size(); ++i) out.push_back(a.string_at(i));
+    return out;
+  });
 }
 
 }  // namespace lamina::model::detail

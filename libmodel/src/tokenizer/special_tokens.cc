@@ -36,7 +36,7 @@ SpecialTokenSplitter::SpecialTokenSplitter(const Vocabulary& vocab) {
   node_rank_.push_back(-1);
   for (std::size_t rank = 0; rank < specials.size(); ++rank) {
     const int32_t id = specials[rank];
-    const std::string& text = vocab.texts[static_cast<std::size_t>(id)];
+    const std::string_view text = vocab.texts[static_cast<std::size_t>(id)];
     int32_t node = 0;
     for (char c : text) {
       const auto byte = static_cast<unsigned char>(c);

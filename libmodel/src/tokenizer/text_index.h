@@ -4,10 +4,11 @@
 
 #include <cstdint>
 #include <functional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "tokenizer/string_table.h"
 
 namespace lamina::model::detail {
 
@@ -15,9 +16,9 @@ class TextIndex {
  public:
   // Indexes texts[i] under i; empty strings are skipped. Returns the first position whose
   // text repeats an earlier one (that position is not indexed), or -1.
-  int32_t build(std::span<const std::string> texts) {
+  int32_t build(const StringTable& texts) {
     std::size_t capacity = 16;
-    while (capacity < texts.size() * 2) capacity *= 2;
+    while (capacity * 3 < texts.size() * 4) capacity *= 2;
     slots_.assign(capacity, Slot{});
     mask_ = capacity - 1;
     used_ = 0;
@@ -32,9 +33,9 @@ class TextIndex {
   }
 
   // Adds texts[id] (the list may have grown since build()); false if the text is present.
-  // The index keeps at most half of its slots used.
-  bool insert(int32_t id, std::span<const std::string> texts) {
-    if ((used_ + 1) * 2 > slots_.size()) grow(texts);
+  // The index keeps at most three quarters of its slots used (linear probing stays short).
+  bool insert(int32_t id, const StringTable& texts) {
+    if ((used_ + 1) * 4 > slots_.size() * 3) grow(texts);
     const std::string_view text = texts[static_cast<std::size_t>(id)];
     const uint64_t h = hash(text);
     for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
@@ -51,7 +52,7 @@ class TextIndex {
   }
 
   // Position of `text`, or -1.
-  int32_t find(std::string_view text, std::span<const std::string> texts) const {
+  int32_t find(std::string_view text, const StringTable& texts) const {
     if (slots_.empty()) return -1;
     const uint64_t h = hash(text);
     for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
@@ -71,7 +72,7 @@ class TextIndex {
 
   static uint64_t hash(std::string_view text) { return std::hash<std::string_view>{}(text); }
 
-  void grow(std::span<const std::string> texts) {
+  void grow(const StringTable& texts) {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(old.empty() ? 16 : old.size() * 2, Slot{});
     mask_ = slots_.size() - 1;

@@ -59,18 +59,18 @@ std::optional<char> parse_byte_token(std::string_view text) {
 }
 
 std::string render_piece(const detail::Vocabulary& v, int32_t id) {
-  const std::string& text = v.texts[static_cast<std::size_t>(id)];
+  const std::string_view text = v.texts[static_cast<std::size_t>(id)];
   switch (v.type(id)) {
     case TokenType::Normal:
       return v.kind == TokenizerKind::BytePairEncoding ? decode_byte_level(text)
                                                        : replace_space_marks(text);
     case TokenType::Byte:
       if (const std::optional<char> byte = parse_byte_token(text)) return std::string(1, *byte);
-      return text;
+      return std::string(text);
     case TokenType::Control:
     case TokenType::Unknown:
     case TokenType::UserDefined:
-      return text;
+      return std::string(text);
     case TokenType::Unused:
     case TokenType::Undefined:
       break;
@@ -98,14 +98,15 @@ void escape_spaces(std::string_view text, bool add_prefix, std::string& out) {
 
 struct Tokenizer::Impl {
   explicit Impl(detail::Vocabulary vocabulary) : vocab(std::move(vocabulary)), specials(vocab) {
-    pieces.reserve(static_cast<std::size_t>(vocab.size()));
+    pieces.reserve(static_cast<std::size_t>(vocab.size()), 0);
     for (int32_t id = 0; id < vocab.size(); ++id) pieces.push_back(render_piece(vocab, id));
+    pieces.shrink_to_fit();
   }
 
   detail::Vocabulary vocab;
   detail::SpecialTokenSplitter specials;
   std::optional<detail::BpeModel> bpe;
-  std::vector<std::string> pieces;  // token_to_piece(id, render_special = true)
+  detail::StringTable pieces;  // token_to_piece(id, render_special = true)
 };
 
 Tokenizer Tokenizer::from_gguf(const gguf::GgufFile& file) {
@@ -175,7 +176,7 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
   }
   const TokenType type = v.type(id);
   if (!render_special && (type == TokenType::Control || type == TokenType::Unknown)) return {};
-  return impl_->pieces[static_cast<std::size_t>(id)];
+  return std::string(impl_->pieces[static_cast<std::size_t>(id)]);
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
@@ -190,7 +191,7 @@ const std::string& Tokenizer::model_name() const { return impl_->vocab.model_nam
 const std::string& Tokenizer::pre_tokenizer() const { return impl_->vocab.pre_name; }
 int32_t Tokenizer::n_vocab() const { return impl_->vocab.size(); }
 
-const std::string& Tokenizer::token_text(int32_t id) const {
+std::string_view Tokenizer::token_text(int32_t id) const {
   return impl_->vocab.texts.at(static_cast<std::size_t>(id));
 }
 float Tokenizer::token_score(int32_t id) const {

@@ -34,7 +34,7 @@ TokenizerKind kind_of_model(const std::string& model) {
 }
 
 void read_tokens(const gguf::GgufFile& file, Vocabulary& v) {
-  v.texts = required_strings(file, kTokensKey);
+  v.texts = required_string_table(file, kTokensKey);
   if (v.texts.empty()) throw TokenizerError(std::string(kTokensKey) + ": the vocabulary is empty");
   if (v.texts.size() > static_cast<std::size_t>(INT32_MAX)) {
     throw TokenizerError(std::string(kTokensKey) + ": too many tokens");
@@ -50,7 +50,7 @@ void read_tokens(const gguf::GgufFile& file, Vocabulary& v) {
   v.scores.assign(n, 0.0f);
   if (const gguf::Value* scores = file.find(kScoresKey)) {
     const bool integers = scores->type() == gguf::ValueType::Array &&
-                          scores->as_array().element_type == gguf::ValueType::Int32;
+                          scores->as_array().element_type() == gguf::ValueType::Int32;
     if (integers) {
       const std::vector<int32_t> s = read_metadata([&] { return file.get_i32_array(kScoresKey); });
       check_length(kScoresKey, s.size());
@@ -76,7 +76,7 @@ void read_tokens(const gguf::GgufFile& file, Vocabulary& v) {
                          " repeats the text of token " +
                          std::to_string(v.find(v.texts[static_cast<std::size_t>(duplicate)])));
   }
-  for (const std::string& t : v.texts) v.max_token_bytes = std::max(v.max_token_bytes, t.size());
+  for (std::size_t i = 0; i < n; ++i) v.max_token_bytes = std::max(v.max_token_bytes, v.texts[i].size());
 }
 
 // A special id from `key`, else `fallback` when that is inside the vocabulary. The

@@ -33,7 +33,7 @@ struct Vocabulary {
   std::string model_name;
   std::string pre_name = "default";
 
-  std::vector<std::string> texts;
+  StringTable texts;
   std::vector<float> scores;
   std::vector<TokenType> types;
   TextIndex index;

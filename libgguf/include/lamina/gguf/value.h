@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -12,13 +13,7 @@
 
 namespace lamina::gguf {
 
-class Value;
-
-// An array holds elements of one type; arrays of arrays are allowed.
-struct Array {
-  ValueType element_type = ValueType::UInt8;
-  std::vector<Value> items;
-};
+class Array;
 
 class Value {
  public:
@@ -38,9 +33,7 @@ class Value {
   static Value string(std::string v) {
     return Value(Storage(std::in_place_index<8>, std::move(v)));
   }
-  static Value array(Array a) {
-    return Value(Storage(std::in_place_index<9>, std::make_shared<const Array>(std::move(a))));
-  }
+  static Value array(Array a);
   static Value u64(uint64_t v) { return Value(Storage(std::in_place_index<10>, v)); }
   static Value i64(int64_t v) { return Value(Storage(std::in_place_index<11>, v)); }
   static Value f64(double v) { return Value(Storage(std::in_place_index<12>, v)); }
@@ -72,6 +65,51 @@ class Value {
  private:
   explicit Value(Storage s) : storage_(std::move(s)) {}
   Storage storage_;
+};
+
+// The elements of an array, all of one type. Scalars and strings are stored
+// packed: a 150k-token vocabulary costs its text and one offset per token,
+// not a Value per element. Arrays of arrays hold their elements as Values.
+class Array {
+ public:
+  Array() = default;  // empty, of uint8
+
+  // Scalar elements (uint8 ... float64, bool) or std::string.
+  template <typename T>
+  static Array of(std::vector<T> items);
+  // Elements given as Values; each must be of type `element`. Throws GgufError
+  // naming the first one that is not.
+  static Array from_values(ValueType element, const std::vector<Value>& items);
+
+  ValueType element_type() const { return static_cast<ValueType>(items_.index()); }
+  std::size_t size() const;
+  bool empty() const { return size() == 0; }
+
+  // Any element as a Value (strings copied). Throws GgufError when out of range.
+  Value at(std::size_t i) const;
+  // Element i of a string array; throws GgufError on another element type or out of range.
+  std::string_view string_at(std::size_t i) const;
+  // The elements of a numeric array (not bool) whose element type is T;
+  // throws GgufError on another element type.
+  template <typename T>
+  std::span<const T> values() const;
+
+  bool operator==(const Array& other) const;
+
+ private:
+  struct Strings {
+    std::string chars;           // all strings back to back
+    std::vector<uint64_t> ends;  // end of string i in chars
+    bool operator==(const Strings&) const = default;
+  };
+  // The variant index equals the element's GGUF value type id.
+  using Items = std::variant<std::vector<uint8_t>, std::vector<int8_t>, std::vector<uint16_t>,
+                             std::vector<int16_t>, std::vector<uint32_t>, std::vector<int32_t>,
+                             std::vector<float>, std::vector<bool>, Strings, std::vector<Value>,
+                             std::vector<uint64_t>, std::vector<int64_t>, std::vector<double>>;
+  explicit Array(Items items) : items_(std::move(items)) {}
+  friend class Parser;
+  Items items_;
 };
 
 // A human-readable rendering: strings quoted, arrays shortened to

@@ -73,7 +73,7 @@ class Tokenizer {
   const std::string& model_name() const;     // tokenizer.ggml.model
   const std::string& pre_tokenizer() const;  // tokenizer.ggml.pre, "default" when absent
   int32_t n_vocab() const;
-  const std::string& token_text(int32_t id) const;  // as stored in the vocabulary
+  std::string_view token_text(int32_t id) const;  // as stored in the vocabulary
   float token_score(int32_t id) const;
   TokenType token_type(int32_t id) const;
   int32_t find_token(std::string_view text) const;  // kNoToken when absent

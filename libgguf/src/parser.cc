@@ -56,11 +56,7 @@ class Cursor {
 
   // Reads a length-prefixed string onto the end of `out`.
   void append_string(std::string& out, const char* what) {
-    const uint64_t start = pos_;
-    const uint64_t len = read<uint64_t>(what);
-    if (len > limits_.max_string_bytes)
-      fail(std::string(what) + " length " + std::to_string(len) + " exceeds the limit", start);
-    need(len, what);
+    const uint64_t len = read_string_length(what);
     out.append(reinterpret_cast<const char*>(bytes_.data() + pos_), len);
     pos_ += len;
   }
@@ -73,11 +69,7 @@ class Cursor {
     const uint64_t start = pos_;
     uint64_t total = 0;
     for (uint64_t i = 0; i < count; ++i) {
-      const uint64_t at = pos_;
-      const uint64_t len = read<uint64_t>(what);
-      if (len > limits_.max_string_bytes)
-        fail(std::string(what) + " length " + std::to_string(len) + " exceeds the limit", at);
-      need(len, what);
+      const uint64_t len = read_string_length(what);
       pos_ += len;
       total += len;  // cannot overflow: every string lies inside the file
     }
@@ -88,6 +80,16 @@ class Cursor {
   void skip_to(uint64_t offset) { pos_ = offset; }
 
  private:
+  // A string's length prefix, checked against the limit and the bytes left.
+  uint64_t read_string_length(const char* what) {
+    const uint64_t start = pos_;
+    const uint64_t len = read<uint64_t>(what);
+    if (len > limits_.max_string_bytes)
+      fail(std::string(what) + " length " + std::to_string(len) + " exceeds the limit", start);
+    need(len, what);
+    return len;
+  }
+
   std::span<const std::byte> bytes_;
   const ReadLimits& limits_;
   uint64_t pos_ = 0;

@@ -2,10 +2,10 @@
 // activations: weights widened to f32 (exactly), products fused into f32
 // accumulators, full vector width.
 //
-// Batch invariance as in simd_matmul_tiles-inl.h: each output uses two
-// accumulators (alternate vectors; a ragged tail, zero-padded, goes to the
-// second) and one final sum, whatever the tile (2 weight rows x 4
-// activation rows, or fewer at the edges).
+// Batch invariance as in simd_matmul_tiles-inl.h: each output uses kSums
+// accumulators (vectors in turn; see DotTile for the tail) and one fixed
+// pairwise final sum, whatever the tile (2 weight rows x 4 activation rows,
+// or fewer at the edges).
 
 #if defined(LAMINA_QUANT_SIMD_DOT_FLOAT_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LAMINA_QUANT_SIMD_DOT_FLOAT_INL_H_
@@ -45,60 +45,64 @@ struct WeightsBF16 {
   }
 };
 
+// Independent sums per output: enough that the FMA latency does not bound
+// a single weight stream (decode), so the loop can catch up after a stall
+// on memory.
+inline constexpr size_t kSums = 4;
+
 // y[k + r * y_stride] = dot(weight row k, x + r * x_stride) for the W
 // weight rows at w (w_stride apart) and R activation rows, over n values.
+// Vector j of a row goes to sum j % kSums, except that the whole vectors
+// after the last full round go to sums 0, 1, ... and a ragged end
+// (zero-padded) to the last sum.
 template <class Weights, size_t W, size_t R>
 HWY_INLINE void DotTile(const typename Weights::T* HWY_RESTRICT w, size_t w_stride, size_t n,
                         const float* HWY_RESTRICT x, size_t x_stride, float* HWY_RESTRICT y,
                         size_t y_stride) {
   const DF d;
   const size_t N = hn::Lanes(d);
-  VF acc0[W][R];
-  VF acc1[W][R];
-  HWY_UNROLL(2)
-  for (size_t k = 0; k < W; ++k) {
-    HWY_UNROLL(4)
-    for (size_t r = 0; r < R; ++r) acc0[k][r] = acc1[k][r] = hn::Zero(d);
-  }
-  size_t i = 0;
-  for (; i + 2 * N <= n; i += 2 * N) {
-    VF w0[W], w1[W];
+  VF acc[kSums][W][R];
+  HWY_UNROLL(4)
+  for (size_t s = 0; s < kSums; ++s) {
     HWY_UNROLL(2)
     for (size_t k = 0; k < W; ++k) {
-      w0[k] = Weights::Load(w + k * w_stride + i);
-      w1[k] = Weights::Load(w + k * w_stride + i + N);
+      HWY_UNROLL(4)
+      for (size_t r = 0; r < R; ++r) acc[s][k][r] = hn::Zero(d);
     }
+  }
+  size_t i = 0;
+  for (; i + kSums * N <= n; i += kSums * N) {
     HWY_UNROLL(4)
-    for (size_t r = 0; r < R; ++r) {
-      const VF x0 = hn::LoadU(d, x + r * x_stride + i);
-      const VF x1 = hn::LoadU(d, x + r * x_stride + i + N);
+    for (size_t s = 0; s < kSums; ++s) {
+      VF wv[W];
       HWY_UNROLL(2)
-      for (size_t k = 0; k < W; ++k) {
-        acc0[k][r] = hn::MulAdd(w0[k], x0, acc0[k][r]);
-        acc1[k][r] = hn::MulAdd(w1[k], x1, acc1[k][r]);
+      for (size_t k = 0; k < W; ++k) wv[k] = Weights::Load(w + k * w_stride + i + s * N);
+      HWY_UNROLL(4)
+      for (size_t r = 0; r < R; ++r) {
+        const VF xv = hn::LoadU(d, x + r * x_stride + i + s * N);
+        HWY_UNROLL(2)
+        for (size_t k = 0; k < W; ++k) acc[s][k][r] = hn::MulAdd(wv[k], xv, acc[s][k][r]);
       }
     }
   }
-  if (i + N <= n) {
+  for (size_t s = 0; i + N <= n; i += N, ++s) {
     for (size_t k = 0; k < W; ++k) {
-      const VF w0 = Weights::Load(w + k * w_stride + i);
+      const VF wv = Weights::Load(w + k * w_stride + i);
       for (size_t r = 0; r < R; ++r) {
-        acc0[k][r] = hn::MulAdd(w0, hn::LoadU(d, x + r * x_stride + i), acc0[k][r]);
+        acc[s][k][r] = hn::MulAdd(wv, hn::LoadU(d, x + r * x_stride + i), acc[s][k][r]);
       }
     }
-    i += N;
   }
   if (i < n) {
-    // A ragged end: zero-padded copies, into the second accumulator.
     constexpr size_t kMaxLanes = hn::MaxLanes(DF());
     for (size_t k = 0; k < W; ++k) {
       HWY_ALIGN typename Weights::T w_tail[kMaxLanes] = {};
       std::memcpy(w_tail, w + k * w_stride + i, (n - i) * sizeof(w_tail[0]));
-      const VF w0 = Weights::Load(w_tail);
+      const VF wv = Weights::Load(w_tail);
       for (size_t r = 0; r < R; ++r) {
         HWY_ALIGN float x_tail[kMaxLanes] = {};
         std::memcpy(x_tail, x + r * x_stride + i, (n - i) * sizeof(float));
-        acc1[k][r] = hn::MulAdd(w0, hn::Load(d, x_tail), acc1[k][r]);
+        acc[kSums - 1][k][r] = hn::MulAdd(wv, hn::Load(d, x_tail), acc[kSums - 1][k][r]);
       }
     }
   }
@@ -106,7 +110,14 @@ HWY_INLINE void DotTile(const typename Weights::T* HWY_RESTRICT w, size_t w_stri
   for (size_t k = 0; k < W; ++k) {
     HWY_UNROLL(4)
     for (size_t r = 0; r < R; ++r) {
-      y[k + r * y_stride] = hn::GetLane(hn::SumOfLanes(d, hn::Add(acc0[k][r], acc1[k][r])));
+      // Pairwise: (0 + 1) + (2 + 3), and so on.
+      VF sums[kSums];
+      for (size_t s = 0; s < kSums; ++s) sums[s] = acc[s][k][r];
+      for (size_t width = kSums; width > 1; width /= 2) {
+        for (size_t s = 0; s < width / 2; ++s) sums[s] = hn::Add(sums[2 * s], sums[2 * s + 1]);
+      }
+      const VF total = sums[0];
+      y[k + r * y_stride] = hn::GetLane(hn::SumOfLanes(d, total));
     }
   }
 }

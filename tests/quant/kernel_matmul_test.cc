@@ -47,9 +47,10 @@ bool is_float_format(QuantFormat f) {
 }
 
 // Row lengths covering one block, odd block counts, several super-blocks
-// and a model-sized row; the float formats also get ragged lengths.
+// and a model-sized row; the float formats also get ragged lengths and
+// every count of whole vectors left after the last round of sums.
 std::vector<size_t> row_lengths(QuantFormat f) {
-  if (is_float_format(f)) return {1, 7, 33, 100, 256, 4096};
+  if (is_float_format(f)) return {1, 7, 33, 50, 100, 112, 256, 4096};
   if (format_traits(f).block_elems == kQK) return {32, 96, 256, 4096};
   return {256, 768, 4096};
 }

@@ -1,7 +1,7 @@
 // AVX3_DL (AVX-512 with VNNI and VBMI) building blocks of the fast kernels.
 //
 // Highway 1.0.3 offers no VNNI dot products, no u8 x i8 pair products, no
-// 128-bit lane inserts and no per-half variable 16-bit shifts on this
+// 128-bit lane inserts and no GFNI affine bit moves on this
 // target, which is what lets a 512-bit vector take 4 blocks (or 64 values)
 // at a time; so these kernels use the x86 intrinsics directly, on
 // __m512i/__m512. Only the AVX3_DL pass of foreach_target compiles them.
@@ -37,18 +37,44 @@ HWY_INLINE __m512i Dpwssd(__m512i acc, __m512i x, __m512i y) {
   asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(x), "vm"(y));
   return acc;
 }
+// Per byte: `kCount` bits from bit `from` (lo_from in the low 256 bits,
+// hi_from in the high ones) moved to bit `kTo`, all other bits 0 -- one
+// GF(2) affine transform (GFNI) instead of a shift and a mask. Highway
+// 1.0.3's AVX3_DL neither enables nor checks GFNI: the callers check it
+// (CpuHasGfni) and use the portable kernels without it.
+// The matrix of `kCount` bits from bit `from` to bit `kTo`: row 7 - i
+// (byte 7 - i) selects the input bits of output bit i.
+template <int kCount, int kTo>
+constexpr long long BitMoveMatrix(int from) {
+  uint64_t m = 0;
+  for (int i = kTo; i < kTo + kCount; ++i) m |= uint64_t{1} << (from + i - kTo) << (8 * (7 - i));
+  return static_cast<long long>(m);
+}
+
+// Each byte of x through the matrix in its 64-bit lane of `matrix`.
+HWY_INLINE __m512i ApplyBitMatrix(__m512i x, __m512i matrix) {
+  __m512i r;
+  asm("vgf2p8affineqb $0, %2, %1, %0" : "=v"(r) : "v"(x), "vm"(matrix));
+  return r;
+}
+
+template <int kCount, int kTo>
+HWY_INLINE __m512i MoveBits(__m512i x, int lo_from, int hi_from) {
+  return ApplyBitMatrix(x, _mm512_inserti64x4(_mm512_set1_epi64(BitMoveMatrix<kCount, kTo>(lo_from)),
+                                              _mm256_set1_epi64x(BitMoveMatrix<kCount, kTo>(hi_from)), 1));
+}
+
+HWY_INLINE bool CpuHasGfni() {
+  static const bool has = __builtin_cpu_supports("gfni") != 0;
+  return has;
+}
+
 HWY_INLINE __m512i Bytes(uint8_t v) { return _mm512_set1_epi8(static_cast<char>(v)); }
 
 template <size_t N>
 HWY_INLINE __m512i LoadTable(const std::array<uint8_t, N>& t) {
   static_assert(N == 64);
   return _mm512_loadu_si512(t.data());
-}
-
-// i16 lanes 0..15 hold `lo`, lanes 16..31 `hi` (shift counts for the
-// variable shifts that treat the two 256-bit halves differently).
-HWY_INLINE __m512i HalvesI16(int16_t lo, int16_t hi) {
-  return _mm512_inserti64x4(_mm512_set1_epi16(lo), _mm256_set1_epi16(hi), 1);
 }
 
 // The 32 bytes at p in both 256-bit halves.

@@ -1,8 +1,8 @@
 // AVX3_DL kernels of the super-block formats: 64 values per 512-bit op.
 //
 // Each 64-value vector of weights is unpacked into unsigned bytes in
-// element order (two 32-value chunks, one per 256-bit half, obtained with
-// per-half variable shifts), multiplied with the Q8_K activations into i16
+// element order (two 32-value chunks, one per 256-bit half, each bit field
+// moved into place by one GFNI affine transform), multiplied with the Q8_K activations into i16
 // pairs (pmaddubsw; no saturation as the values are < 64 and |a| <= 127,
 // IQ4_XS aside) and then with the sub-block scales into i32 lanes (VNNI).
 // Minima and offsets use the bsums, as in the portable kernels.
@@ -90,12 +90,11 @@ struct KernelQ4_K : KernelBase {
   static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
     const __m256i scales_mins = kq::ScalesAndMins(w->scales);
     const __m512i sm = _mm512_castsi256_si512(scales_mins);
-    const __m512i shifts = HalvesI16(0, 4);
     __m512i isum[R];
     for (size_t r = 0; r < R; ++r) isum[r] = _mm512_setzero_si512();
     HWY_UNROLL(4)
     for (int j = 0; j < 4; ++j) {
-      const __m512i u = _mm512_and_si512(_mm512_srlv_epi16(BroadcastHalf(w->qs + 32 * j), shifts), Bytes(0x0F));
+      const __m512i u = MoveBits<4, 0>(BroadcastHalf(w->qs + 32 * j), 0, 4);
       const __m512i scales = _mm512_permutexvar_epi16(kq::ScaleIndex<32>(2 * j), sm);
       for (size_t r = 0; r < R; ++r) {
         isum[r] = kq::DotScaled(isum[r], u, rows[r].values + b * kQK_K + 64 * j, scales);
@@ -121,13 +120,12 @@ struct KernelQ5_K : KernelBase {
   static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
     const __m256i scales_mins = kq::ScalesAndMins(w->scales);
     const __m512i sm = _mm512_castsi256_si512(scales_mins);
-    const __m512i shifts = HalvesI16(0, 4);
     const __m512i high = BroadcastHalf(w->qh);
     __m512i isum[R];
     for (size_t r = 0; r < R; ++r) isum[r] = _mm512_setzero_si512();
     HWY_UNROLL(4)
     for (int j = 0; j < 4; ++j) {
-      __m512i u = _mm512_and_si512(_mm512_srlv_epi16(BroadcastHalf(w->qs + 32 * j), shifts), Bytes(0x0F));
+      __m512i u = MoveBits<4, 0>(BroadcastHalf(w->qs + 32 * j), 0, 4);
       u = kq::AddBit(u, high, 2 * j, 2 * j + 1, 0x10);
       const __m512i scales = _mm512_permutexvar_epi16(kq::ScaleIndex<32>(2 * j), sm);
       for (size_t r = 0; r < R; ++r) {
@@ -164,10 +162,10 @@ struct KernelQ6_K : KernelBase {
       const __m512i qh = BroadcastHalf(w->qh + 32 * h);
       const __m512i u01 = _mm512_or_si512(
           _mm512_and_si512(ql, Bytes(0x0F)),
-          _mm512_and_si512(_mm512_sllv_epi16(qh, HalvesI16(4, 2)), Bytes(0x30)));
+          MoveBits<2, 4>(qh, 0, 2));
       const __m512i u23 = _mm512_or_si512(
           _mm512_and_si512(_mm512_srli_epi16(ql, 4), Bytes(0x0F)),
-          _mm512_and_si512(_mm512_srlv_epi16(qh, HalvesI16(0, 2)), Bytes(0x30)));
+          MoveBits<2, 4>(qh, 4, 6));
       const __m512i s01 = _mm512_permutexvar_epi16(kq::ScaleIndex<16>(8 * h), sc);
       const __m512i s23 = _mm512_permutexvar_epi16(kq::ScaleIndex<16>(8 * h + 4), sc);
       for (size_t r = 0; r < R; ++r) {
@@ -212,8 +210,8 @@ struct KernelQ3_K : KernelBase {
     HWY_UNROLL(2)
     for (int h = 0; h < 2; ++h) {
       const __m512i q = BroadcastHalf(w->qs + 32 * h);
-      __m512i u01 = _mm512_and_si512(_mm512_srlv_epi16(q, HalvesI16(0, 2)), Bytes(0x03));
-      __m512i u23 = _mm512_and_si512(_mm512_srlv_epi16(q, HalvesI16(4, 6)), Bytes(0x03));
+      __m512i u01 = MoveBits<2, 0>(q, 0, 2);
+      __m512i u23 = MoveBits<2, 0>(q, 4, 6);
       u01 = kq::AddBit(u01, hmask, 4 * h, 4 * h + 1, 4);
       u23 = kq::AddBit(u23, hmask, 4 * h + 2, 4 * h + 3, 4);
       const __m512i s01 = _mm512_permutexvar_epi16(kq::ScaleIndex<16>(8 * h), sc);
@@ -250,8 +248,8 @@ struct KernelQ2_K : KernelBase {
     HWY_UNROLL(2)
     for (int h = 0; h < 2; ++h) {
       const __m512i q = BroadcastHalf(w->qs + 32 * h);
-      const __m512i u01 = _mm512_and_si512(_mm512_srlv_epi16(q, HalvesI16(0, 2)), Bytes(0x03));
-      const __m512i u23 = _mm512_and_si512(_mm512_srlv_epi16(q, HalvesI16(4, 6)), Bytes(0x03));
+      const __m512i u01 = MoveBits<2, 0>(q, 0, 2);
+      const __m512i u23 = MoveBits<2, 0>(q, 4, 6);
       const __m512i s01 = _mm512_permutexvar_epi16(kq::ScaleIndex<16>(8 * h), sc);
       const __m512i s23 = _mm512_permutexvar_epi16(kq::ScaleIndex<16>(8 * h + 4), sc);
       for (size_t r = 0; r < R; ++r) {
@@ -293,8 +291,10 @@ struct KernelIQ4_XS : KernelBase {
     const __m256i scales32 = _mm256_sub_epi32(_mm256_cvtepu8_epi32(bytes), _mm256_set1_epi32(32));
     const __m512i sc = _mm512_castsi256_si512(scales32);
     const __m512i codes = LoadTable(kCodes);
-    const __m512i shifts = _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0,
-                                            0x0004000400040004, 0x0004000400040004, 0, 0);
+    // Low nibbles in 128-bit lanes 0 and 2, high nibbles in 1 and 3.
+    constexpr long long kLow = BitMoveMatrix<4, 0>(0);
+    constexpr long long kHigh = BitMoveMatrix<4, 0>(4);
+    const __m512i nibble_matrix = _mm512_set_epi64(kHigh, kHigh, kLow, kLow, kHigh, kHigh, kLow, kLow);
     __m512i isum[R];
     for (size_t r = 0; r < R; ++r) isum[r] = _mm512_setzero_si512();
     HWY_UNROLL(4)
@@ -303,7 +303,7 @@ struct KernelIQ4_XS : KernelBase {
       // [2p, 2p, 2p + 1, 2p + 1], low nibbles in lanes 0 and 2.
       const __m512i both = BroadcastHalf(w->qs + 32 * p);
       const __m512i lanes = _mm512_shuffle_i64x2(both, both, _MM_SHUFFLE(1, 1, 0, 0));
-      const __m512i nibbles = _mm512_and_si512(_mm512_srlv_epi16(lanes, shifts), Bytes(0x0F));
+      const __m512i nibbles = ApplyBitMatrix(lanes, nibble_matrix);
       const __m512i u = _mm512_shuffle_epi8(codes, nibbles);
       const __m512i scales = _mm512_permutexvar_epi32(
           _mm512_set_epi32(2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1,

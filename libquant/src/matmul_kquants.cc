@@ -13,9 +13,6 @@
 HWY_BEFORE_NAMESPACE();
 namespace lamina::quant::HWY_NAMESPACE {
 
-// AVX3_DL has kernels of its own (64 values per 512-bit op); every other
-// target runs the portable ones.
-
 template <class Kernel>
 void RunKQuant(const void* w, size_t n_out, size_t n_in, const QuantizedActivations& x, float* y,
                ThreadPool& pool) {
@@ -27,46 +24,35 @@ void RunKQuant(const void* w, size_t n_out, size_t n_in, const QuantizedActivati
   detail::split_output_rows(pool, n_out, x.rows(), rows);
 }
 
-template <class Kernels>
+// The kernels of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS, in that order.
+template <class Q2, class Q3, class Q4, class Q5, class Q6, class IQ4XS>
 void MatMulKQuantsWith(QuantFormat format, const void* w, size_t n_out, size_t n_in,
                        const QuantizedActivations& x, float* y, ThreadPool& pool) {
   switch (format) {
-    case QuantFormat::Q2_K: return RunKQuant<typename Kernels::Q2_K>(w, n_out, n_in, x, y, pool);
-    case QuantFormat::Q3_K: return RunKQuant<typename Kernels::Q3_K>(w, n_out, n_in, x, y, pool);
-    case QuantFormat::Q4_K: return RunKQuant<typename Kernels::Q4_K>(w, n_out, n_in, x, y, pool);
-    case QuantFormat::Q5_K: return RunKQuant<typename Kernels::Q5_K>(w, n_out, n_in, x, y, pool);
-    case QuantFormat::Q6_K: return RunKQuant<typename Kernels::Q6_K>(w, n_out, n_in, x, y, pool);
-    case QuantFormat::IQ4_XS: return RunKQuant<typename Kernels::IQ4_XS>(w, n_out, n_in, x, y, pool);
+    case QuantFormat::Q2_K: return RunKQuant<Q2>(w, n_out, n_in, x, y, pool);
+    case QuantFormat::Q3_K: return RunKQuant<Q3>(w, n_out, n_in, x, y, pool);
+    case QuantFormat::Q4_K: return RunKQuant<Q4>(w, n_out, n_in, x, y, pool);
+    case QuantFormat::Q5_K: return RunKQuant<Q5>(w, n_out, n_in, x, y, pool);
+    case QuantFormat::Q6_K: return RunKQuant<Q6>(w, n_out, n_in, x, y, pool);
+    case QuantFormat::IQ4_XS: return RunKQuant<IQ4XS>(w, n_out, n_in, x, y, pool);
     default: return;  // the caller only passes the formats above
   }
 }
 
-struct PortableKernels {
-  using Q2_K = portable::KernelQ2_K;
-  using Q3_K = portable::KernelQ3_K;
-  using Q4_K = portable::KernelQ4_K;
-  using Q5_K = portable::KernelQ5_K;
-  using Q6_K = portable::KernelQ6_K;
-  using IQ4_XS = portable::KernelIQ4_XS;
-};
-
 void MatMulKQuants(QuantFormat format, const void* w, size_t n_out, size_t n_in,
                    const QuantizedActivations& x, float* y, ThreadPool& pool) {
 #if HWY_TARGET == HWY_AVX3_DL
-  // The AVX3_DL kernels unpack bits with GFNI, which Highway's AVX3_DL
+  // AVX3_DL has kernels of its own (64 values per 512-bit op); every other
+  // target runs the portable ones. They unpack bits with GFNI, which Highway's AVX3_DL
   // does not guarantee (every CPU with the rest of AVX3_DL has it; a
   // virtual machine may hide it).
-  struct FastKernels {
-    using Q2_K = dl::KernelQ2_K;
-    using Q3_K = dl::KernelQ3_K;
-    using Q4_K = dl::KernelQ4_K;
-    using Q5_K = dl::KernelQ5_K;
-    using Q6_K = dl::KernelQ6_K;
-    using IQ4_XS = dl::KernelIQ4_XS;
-  };
-  if (dl::CpuHasGfni()) return MatMulKQuantsWith<FastKernels>(format, w, n_out, n_in, x, y, pool);
+  if (dl::CpuHasGfni()) {
+    return MatMulKQuantsWith<dl::KernelQ2_K, dl::KernelQ3_K, dl::KernelQ4_K, dl::KernelQ5_K, dl::KernelQ6_K,
+                             dl::KernelIQ4_XS>(format, w, n_out, n_in, x, y, pool);
+  }
 #endif
-  MatMulKQuantsWith<PortableKernels>(format, w, n_out, n_in, x, y, pool);
+  MatMulKQuantsWith<portable::KernelQ2_K, portable::KernelQ3_K, portable::KernelQ4_K, portable::KernelQ5_K,
+                    portable::KernelQ6_K, portable::KernelIQ4_XS>(format, w, n_out, n_in, x, y, pool);
 }
 
 }  // namespace lamina::quant::HWY_NAMESPACE

@@ -43,9 +43,9 @@ void MatMulKQuants(QuantFormat format, const void* w, size_t n_out, size_t n_in,
                    const QuantizedActivations& x, float* y, ThreadPool& pool) {
 #if HWY_TARGET == HWY_AVX3_DL
   // AVX3_DL has kernels of its own (64 values per 512-bit op); every other
-  // target runs the portable ones. They unpack bits with GFNI, which Highway's AVX3_DL
-  // does not guarantee (every CPU with the rest of AVX3_DL has it; a
-  // virtual machine may hide it).
+  // target runs the portable ones. They unpack bits with GFNI, which
+  // Highway's AVX3_DL does not guarantee (every CPU with the rest of
+  // AVX3_DL has it; a virtual machine may hide it).
   if (dl::CpuHasGfni()) {
     return MatMulKQuantsWith<dl::KernelQ2_K, dl::KernelQ3_K, dl::KernelQ4_K, dl::KernelQ5_K, dl::KernelQ6_K,
                              dl::KernelIQ4_XS>(format, w, n_out, n_in, x, y, pool);

@@ -37,11 +37,7 @@ HWY_INLINE __m512i Dpwssd(__m512i acc, __m512i x, __m512i y) {
   asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(x), "vm"(y));
   return acc;
 }
-// Per byte: `kCount` bits from bit `from` (lo_from in the low 256 bits,
-// hi_from in the high ones) moved to bit `kTo`, all other bits 0 -- one
-// GF(2) affine transform (GFNI) instead of a shift and a mask. Highway
-// 1.0.3's AVX3_DL neither enables nor checks GFNI: the callers check it
-// (CpuHasGfni) and use the portable kernels without it.
+
 // The matrix of `kCount` bits from bit `from` to bit `kTo`: row 7 - i
 // (byte 7 - i) selects the input bits of output bit i.
 template <int kCount, int kTo>
@@ -58,12 +54,18 @@ HWY_INLINE __m512i ApplyBitMatrix(__m512i x, __m512i matrix) {
   return r;
 }
 
+// Per byte: `kCount` bits from bit `from` (lo_from in the low 256 bits,
+// hi_from in the high ones) moved to bit `kTo`, all other bits 0 -- one
+// GF(2) affine transform (GFNI) instead of a shift and a mask. Highway
+// 1.0.3's AVX3_DL neither enables nor checks GFNI: the callers check it
+// (CpuHasGfni) and use the portable kernels without it.
 template <int kCount, int kTo>
 HWY_INLINE __m512i MoveBits(__m512i x, int lo_from, int hi_from) {
   return ApplyBitMatrix(x, _mm512_inserti64x4(_mm512_set1_epi64(BitMoveMatrix<kCount, kTo>(lo_from)),
                                               _mm256_set1_epi64x(BitMoveMatrix<kCount, kTo>(hi_from)), 1));
 }
 
+// Whether the CPU has GFNI (checked once).
 HWY_INLINE bool CpuHasGfni() {
   static const bool has = __builtin_cpu_supports("gfni") != 0;
   return has;

@@ -49,6 +49,7 @@ struct WeightsBF16 {
 // a single weight stream (decode), so the loop can catch up after a stall
 // on memory.
 inline constexpr size_t kSums = 4;
+static_assert((kSums & (kSums - 1)) == 0, "the final pairwise sum halves kSums");
 
 // y[k + r * y_stride] = dot(weight row k, x + r * x_stride) for the W
 // weight rows at w (w_stride apart) and R activation rows, over n values.
@@ -116,8 +117,7 @@ HWY_INLINE void DotTile(const typename Weights::T* HWY_RESTRICT w, size_t w_stri
       for (size_t width = kSums; width > 1; width /= 2) {
         for (size_t s = 0; s < width / 2; ++s) sums[s] = hn::Add(sums[2 * s], sums[2 * s + 1]);
       }
-      const VF total = sums[0];
-      y[k + r * y_stride] = hn::GetLane(hn::SumOfLanes(d, total));
+      y[k + r * y_stride] = hn::GetLane(hn::SumOfLanes(d, sums[0]));
     }
   }
 }

@@ -2,9 +2,10 @@
 //
 // Each 64-value vector of weights is unpacked into unsigned bytes in
 // element order (two 32-value chunks, one per 256-bit half, each bit field
-// moved into place by one GFNI affine transform), multiplied with the Q8_K activations into i16
-// pairs (pmaddubsw; no saturation as the values are < 64 and |a| <= 127,
-// IQ4_XS aside) and then with the sub-block scales into i32 lanes (VNNI).
+// moved into place by one GFNI affine transform), multiplied with the Q8_K
+// activations into i16 pairs (pmaddubsw; no saturation as the values are
+// < 64 and |a| <= 127, IQ4_XS aside) and then with the sub-block scales
+// into i32 lanes (VNNI).
 // Minima and offsets use the bsums, as in the portable kernels.
 
 #if defined(LAMINA_QUANT_SIMD_DOT_KQUANTS_AVX3DL_INL_H_) == defined(HWY_TARGET_TOGGLE)

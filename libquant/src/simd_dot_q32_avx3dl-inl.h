@@ -77,8 +77,22 @@ struct Window {
 template <size_t kBytes>
 HWY_INLINE Window LoadWindow(const uint8_t* p) {
   static_assert(kBytes > 64 && kBytes <= 128);
-  constexpr __mmask64 kTail = kBytes == 128 ? ~__mmask64{0} : (__mmask64{1} << (kBytes - 64)) - 1;
-  return {_mm512_loadu_si512(p), _mm512_maskz_loadu_epi8(kTail, p + 64)};
+  // Plain loads where the tail has a vector size: a masked load measured
+  // 6-12% slower for Q4_0 on Zen 4.
+  constexpr size_t kTailBytes = kBytes - 64;
+  const __m512i lo = _mm512_loadu_si512(p);
+  if constexpr (kTailBytes == 8) {
+    return {lo, _mm512_zextsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 64)))};
+  } else if constexpr (kTailBytes == 16) {
+    return {lo, _mm512_zextsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 64)))};
+  } else if constexpr (kTailBytes == 32) {
+    return {lo, _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64)))};
+  } else if constexpr (kTailBytes == 64) {
+    return {lo, _mm512_loadu_si512(p + 64)};
+  } else {
+    constexpr __mmask64 kTail = (__mmask64{1} << kTailBytes) - 1;
+    return {lo, _mm512_maskz_loadu_epi8(kTail, p + 64)};
+  }
 }
 
 // The 4 blocks at w, or for a partial group (n < 4) a zero-padded copy of

@@ -7,7 +7,9 @@
 //                     matrices interleaved with it (read_GB/s), and the
 //                     ratio of the two (pct_of_read);
 //   Matmul/<format>/<rows> - 8, 64 or 512 activation rows (prompt
-//                     processing), in GFLOP/s (2 flops per multiply-add).
+//                     processing), in GFLOP/s (2 flops per multiply-add);
+//   .../<format>/packed/... - the same in the packed layout, for the
+//                     formats this CPU runs faster so (lamina/quant/packed.h).
 // Each call includes the quantization of its f32 activations. Matvec cycles
 // through different random matrices totalling >= 512 MiB, so that they
 // come from memory and not from the last-level cache, even for the small
@@ -54,6 +56,7 @@ HWY_AFTER_NAMESPACE();
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
@@ -61,6 +64,7 @@ HWY_AFTER_NAMESPACE();
 #include "lamina/quant/format.h"
 #include "lamina/quant/half.h"
 #include "lamina/quant/kernels.h"
+#include "lamina/quant/packed.h"
 #include "lamina/quant/thread_pool.h"
 
 namespace lamina::quant {
@@ -165,21 +169,43 @@ std::vector<uint8_t> random_matrix(QuantFormat format, size_t rows, size_t cols,
   return w;
 }
 
-// Enough different random matrices to stream from memory.
+// Enough different random matrices to stream from memory, in the file
+// layout or packed (lamina/quant/packed.h).
 struct WeightSet {
   QuantFormat format;
+  bool packed;
   std::vector<std::vector<uint8_t>> copies;
+  std::vector<PackedWeights> packed_copies;
+
+  size_t count() const { return packed ? packed_copies.size() : copies.size(); }
+  size_t bytes() const { return packed ? packed_copies[0].bytes() : copies[0].size(); }
+  const void* data(size_t i) const { return packed ? packed_copies[i].data() : copies[i].data(); }
+
+  // y = x (n_rows rows) times matrix i, the activations quantized in the call.
+  void multiply(size_t i, const float* x, size_t n_rows, float* y) const {
+    if (!packed) return matmul(format, copies[i].data(), kOut, kIn, x, n_rows, y, pool());
+    static QuantizedActivations scratch;
+    quantize_activations(kernel_activation_format(format), x, n_rows, kIn, scratch, n_rows > 1 ? &pool() : nullptr);
+    matmul(packed_copies[i], scratch, y, pool());
+  }
 };
 
-const WeightSet& weights(QuantFormat format, size_t min_total_bytes) {
+const WeightSet& weights(QuantFormat format, bool packed, size_t min_total_bytes) {
   static std::unique_ptr<WeightSet> cached;
-  if (!cached || cached->format != format || cached->copies.size() * cached->copies[0].size() < min_total_bytes) {
+  if (!cached || cached->format != format || cached->packed != packed ||
+      cached->count() * cached->bytes() < min_total_bytes) {
     cached.reset();  // free the previous format's weights first
     auto set = std::make_unique<WeightSet>();
     set->format = format;
+    set->packed = packed;
     do {
-      set->copies.push_back(random_matrix(format, kOut, kIn, set->copies.size() + 1));
-    } while (set->copies.size() * set->copies[0].size() < min_total_bytes);
+      std::vector<uint8_t> w = random_matrix(format, kOut, kIn, set->count() + 1);
+      if (packed) {
+        set->packed_copies.push_back(pack_weights(format, w.data(), kOut, kIn, &pool()));
+      } else {
+        set->copies.push_back(std::move(w));
+      }
+    } while (set->count() * set->bytes() < min_total_bytes);
     cached = std::move(set);
   }
   return *cached;
@@ -197,19 +223,19 @@ std::vector<float> random_activations(size_t rows) {
 // this nor the next few iterations multiply (so it is not in the cache);
 // the percentage compares the two over the same stretch of time, as this
 // machine's memory bandwidth varies from second to second.
-void Matvec(benchmark::State& state, QuantFormat format) {
-  const WeightSet& set = weights(format, kStreamBytes);
-  const size_t n = set.copies.size();
-  const size_t bytes = set.copies[0].size();
+void Matvec(benchmark::State& state, QuantFormat format, bool packed) {
+  const WeightSet& set = weights(format, packed, kStreamBytes);
+  const size_t n = set.count();
+  const size_t bytes = set.bytes();
   const std::vector<float> x = random_activations(1);
   std::vector<float> y(kOut);
   size_t next = 0;
   double read_seconds = 0.0;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
-    matvec(format, set.copies[next].data(), kOut, kIn, x.data(), y.data(), pool());
+    set.multiply(next, x.data(), 1, y.data());
     const auto t1 = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(read_all(set.copies[(next + n / 2) % n].data(), bytes));
+    benchmark::DoNotOptimize(read_all(set.data((next + n / 2) % n), bytes));
     const auto t2 = std::chrono::steady_clock::now();
     state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
     read_seconds += std::chrono::duration<double>(t2 - t1).count();
@@ -224,13 +250,13 @@ void Matvec(benchmark::State& state, QuantFormat format) {
   state.SetLabel(kernel_target_name());
 }
 
-void Matmul(benchmark::State& state, QuantFormat format) {
+void Matmul(benchmark::State& state, QuantFormat format, bool packed) {
   const size_t rows = static_cast<size_t>(state.range(0));
-  const WeightSet& set = weights(format, 0);
+  const WeightSet& set = weights(format, packed, 0);
   const std::vector<float> x = random_activations(rows);
   std::vector<float> y(rows * kOut);
   for (auto _ : state) {
-    matmul(format, set.copies[0].data(), kOut, kIn, x.data(), rows, y.data(), pool());
+    set.multiply(0, x.data(), rows, y.data());
     benchmark::DoNotOptimize(y.data());
   }
   const double flops = 2.0 * static_cast<double>(kOut) * kIn * static_cast<double>(rows);
@@ -247,13 +273,23 @@ constexpr QuantFormat kFormats[] = {
 
 void register_benchmarks() {
   benchmark::RegisterBenchmark("MemoryRead", MemoryRead)->UseRealTime()->MinTime(1.0);
+  // Each format in the file layout, then the packed layouts this CPU runs
+  // faster ("<format>/packed").
+  std::vector<std::pair<QuantFormat, bool>> variants;
+  for (QuantFormat f : kFormats) variants.emplace_back(f, false);
   for (QuantFormat f : kFormats) {
-    const std::string name(format_traits(f).name);
-    benchmark::RegisterBenchmark(("Matvec/" + name).c_str(), Matvec, f)->UseManualTime()->MinTime(1.0);
+    if (packed_layout_is_faster(f)) variants.emplace_back(f, true);
   }
-  for (QuantFormat f : kFormats) {
-    const std::string name(format_traits(f).name);
-    benchmark::RegisterBenchmark(("Matmul/" + name).c_str(), Matmul, f)
+  const auto name_of = [](QuantFormat f, bool packed) {
+    return std::string(format_traits(f).name) + (packed ? "/packed" : "");
+  };
+  for (const auto& [f, packed] : variants) {
+    benchmark::RegisterBenchmark(("Matvec/" + name_of(f, packed)).c_str(), Matvec, f, packed)
+        ->UseManualTime()
+        ->MinTime(1.0);
+  }
+  for (const auto& [f, packed] : variants) {
+    benchmark::RegisterBenchmark(("Matmul/" + name_of(f, packed)).c_str(), Matmul, f, packed)
         ->Arg(8)
         ->Arg(64)
         ->Arg(512)

@@ -90,7 +90,10 @@ void ActivationsAccess::reshape(QuantizedActivations& a, QuantFormat format, siz
   s.lane_neg_sums.reserve(n_rows * s.lanes_stride);
   s.lane_scaled_sums.reserve(n_rows * s.lanes_stride);
   s.scales.reserve(n_rows * s.scales_stride);
-  s.group_sums.reserve(n_rows * s.groups_stride);
+  // One zero pair past the last row: the packed Q2_K kernel reads group sums
+  // in pairs and multiplies the second of the last pair by 0.
+  int16_t* sums = s.group_sums.reserve(n_rows * s.groups_stride + 2);
+  sums[n_rows * s.groups_stride] = sums[n_rows * s.groups_stride + 1] = 0;
 }
 
 }  // namespace detail

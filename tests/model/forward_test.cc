@@ -10,6 +10,7 @@
 
 #include "lamina/model/forward.h"
 #include "lamina/model/model.h"
+#include "lamina/quant/packed.h"
 #include "reference_forward.h"
 
 namespace lamina::model {
@@ -238,6 +239,43 @@ TEST(ForwardInvariance, BatchingAndThreadsDoNotChangeLogits) {
     ++row;
   }
   EXPECT_EQ(seq_a, expected) << "interleaved with another sequence, chunks of 3";
+}
+
+// Weights in a packed layout (Q2_K, quantized at load) give the logits of
+// the same weights unpacked, up to the order of the f32 block sums (each
+// output's integer block dots are exact either way), and stay batch and
+// thread invariant.
+TEST(ForwardPacking, PackedWeightsGiveTheUnpackedLogits) {
+  const fs::path file = kData / "archs" / "qwen2.f32.gguf";
+  if (!fs::exists(file)) GTEST_SKIP() << "test data not found at " << kData;
+  if (!quant::packed_layout_is_faster(quant::QuantFormat::Q2_K)) {
+    GTEST_SKIP() << "this CPU has no packed Q2_K kernel, so nothing is packed";
+  }
+  const auto model = Model::load(file, {.quantize = quant::QuantFormat::Q2_K});
+  const std::vector<int32_t> ids{1, 400, 37, 255, 88, 300, 12, 401, 5, 77};
+  CpuForward plain(*model, {.n_ctx = 32, .n_threads = 2, .pack_weights = false});
+  CpuForward packed(*model, {.n_ctx = 32, .n_threads = 2});
+  const auto expected = prompt_logits(plain, ids);
+  const auto got = prompt_logits(packed, ids);
+  ASSERT_EQ(got.size(), expected.size());
+  float scale = 0.0f;
+  float diff = 0.0f;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    scale = std::max(scale, std::fabs(expected[i]));
+    diff = std::max(diff, std::fabs(got[i] - expected[i]));
+  }
+  // Summation order alone: a few f32 ulps per product, carried through two
+  // layers; a wrong value or scale anywhere would be of the order of `scale`.
+  EXPECT_LE(diff, 1e-5f * scale) << "largest difference " << diff << " of logits up to " << scale;
+
+  CpuForward single(*model, {.n_ctx = 32, .n_threads = 1});
+  std::vector<float> one_by_one;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const TokenInput t{ids[i], static_cast<uint32_t>(i), 0, true};
+    const auto l = single.decode(std::span(&t, 1));
+    one_by_one.insert(one_by_one.end(), l.begin(), l.end());
+  }
+  EXPECT_EQ(one_by_one, got) << "packed, token by token on 1 thread";
 }
 
 TEST(ForwardErrors, RejectsBadInput) {

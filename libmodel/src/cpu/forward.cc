@@ -77,6 +77,14 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
       attention(cache.n_ctx(), static_cast<int>(pool.num_threads()), c),
       moe(c, o.max_batch) {
   if (options.max_batch == 0) throw ModelError("max_batch must be positive");
+  if (options.pack_weights) {
+    for (const LayerWeights& l : w.layers) {
+      for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+        linear.prepare(*m);
+      }
+    }
+    linear.prepare(w.output);
+  }
   options.n_ctx = cache.n_ctx();
   const std::size_t B = options.max_batch;
   const std::size_t ff = c.arch->gate_up == Layout::Fused ? 2 * std::size_t{c.n_ff} : c.n_ff;

@@ -29,6 +29,23 @@ void Linear::apply_exact(const Matrix& w, const float* x, std::size_t n_rows, fl
   });
 }
 
+void Linear::prepare(const Matrix& w) {
+  if (exact_ || !w || w.n_expert != 1 || !quant::packed_layout_is_faster(w.format) || packed_.count(w.data)) return;
+  packed_.emplace(w.data, quant::pack_weights(w.format, w.data, w.n_out, w.n_in, &pool_));
+}
+
+const quant::PackedWeights* Linear::packed(const Matrix& w) const {
+  if (packed_.empty()) return nullptr;
+  const auto it = packed_.find(w.data);
+  if (it == packed_.end() || it->second.n_out() != w.n_out || it->second.n_in() != w.n_in) return nullptr;
+  return &it->second;
+}
+
+void Linear::multiply(const Matrix& w, const quant::QuantizedActivations& x, float* y) {
+  if (const quant::PackedWeights* p = packed(w)) return quant::matmul(*p, x, y, pool_);
+  quant::matmul(w.format, w.data, w.n_out, w.n_in, x, y, pool_);
+}
+
 const quant::QuantizedActivations& Linear::convert(quant::QuantFormat format, const float* x, std::size_t n_rows,
                                                    std::size_t n_cols, std::size_t slot) {
   quant::quantize_activations(format, x, n_rows, n_cols, converted_[slot], &pool_);
@@ -38,7 +55,7 @@ const quant::QuantizedActivations& Linear::convert(quant::QuantFormat format, co
 void Linear::apply(const Matrix& w, const float* x, std::size_t n_rows, float* y) {
   if (exact_ && is_quantized(w.format)) return apply_exact(w, x, n_rows, y);
   const auto& acts = convert(quant::kernel_activation_format(w.format), x, n_rows, w.n_in, 0);
-  quant::matmul(w.format, w.data, w.n_out, w.n_in, acts, y, pool_);
+  multiply(w, acts, y);
 }
 
 void Linear::apply_shared(std::initializer_list<std::pair<const Matrix*, float*>> outputs, const float* x,
@@ -58,7 +75,7 @@ void Linear::apply_shared(std::initializer_list<std::pair<const Matrix*, float*>
       formats[n_formats++] = f;
       convert(f, x, n_rows, w->n_in, slot);
     }
-    quant::matmul(w->format, w->data, w->n_out, w->n_in, converted_[slot], y, pool_);
+    multiply(*w, converted_[slot], y);
   }
 }
 

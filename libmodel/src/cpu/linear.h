@@ -4,11 +4,13 @@
 #include <array>
 #include <cstddef>
 #include <initializer_list>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "lamina/model/weights.h"
 #include "lamina/quant/activations.h"
+#include "lamina/quant/packed.h"
 #include "lamina/quant/thread_pool.h"
 
 namespace lamina::model::cpu {
@@ -23,6 +25,10 @@ class Linear {
   // it matches backends that keep activations in floating point.
   Linear(quant::ThreadPool& pool, bool exact);
 
+  // Packs w for the later products with it, if its format has a packed
+  // layout that this CPU runs faster (and the products are not exact).
+  void prepare(const Matrix& w);
+
   void apply(const Matrix& w, const float* x, std::size_t n_rows, float* y);
   // The same for several matrices sharing one input (Q, K and V; gate and
   // up): the input is converted once per activation format.
@@ -36,11 +42,15 @@ class Linear {
                                              std::size_t n_cols, std::size_t slot);
 
   void apply_exact(const Matrix& w, const float* x, std::size_t n_rows, float* y);
+  // w's packed copy, if prepare() made one.
+  const quant::PackedWeights* packed(const Matrix& w) const;
+  void multiply(const Matrix& w, const quant::QuantizedActivations& x, float* y);
 
   quant::ThreadPool& pool_;
   bool exact_;
   std::array<quant::QuantizedActivations, 4> converted_;
   std::vector<std::vector<float>> row_scratch_;  // per thread, for apply_exact
+  std::unordered_map<const std::byte*, quant::PackedWeights> packed_;  // by the matrix's data
 };
 
 }  // namespace lamina::model::cpu

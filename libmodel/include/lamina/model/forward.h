@@ -30,6 +30,10 @@ struct ForwardOptions {
   // (activations quantized to Q8 for quantized weights, GELU through an f16
   // table), which is much faster and reproduces its logits closely.
   bool exact_activations = false;
+  // Rearranges, once at load, the weight matrices whose format has a packed
+  // layout (lamina/quant/packed.h) that this CPU's kernels run faster. The
+  // packed copies take as much memory as the matrices they copy.
+  bool pack_weights = true;
 };
 
 struct TokenInput {

@@ -1,0 +1,65 @@
+// Weight matrices rearranged, once at load, into a layout that some formats'
+// kernels read faster than the file's own: 16 output rows interleaved, so
+// that one 512-bit register holds the same values of 16 rows and each of
+// its 32-bit lanes accumulates one output (no per-block horizontal sums, and
+// the per-block scaling done for 16 rows at once).
+//
+// Q2_K is the format with a packed layout today. Its packed group of 16 rows
+// takes exactly the bytes of the 16 rows it holds; the last group of a
+// matrix is padded with zero rows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "lamina/quant/activations.h"
+#include "lamina/quant/format.h"
+#include "lamina/quant/thread_pool.h"
+
+namespace lamina::quant {
+
+class PackedWeights {
+ public:
+  PackedWeights() = default;
+
+  QuantFormat format() const { return format_; }
+  size_t n_out() const { return n_out_; }
+  size_t n_in() const { return n_in_; }
+  // Bytes held (the rows of the last group included).
+  size_t bytes() const { return chunks_.size() * sizeof(Chunk); }
+  const uint8_t* data() const { return chunks_.empty() ? nullptr : chunks_.front().bytes; }
+
+ private:
+  friend PackedWeights pack_weights(QuantFormat, const void*, size_t, size_t, ThreadPool*);
+  struct alignas(64) Chunk {
+    uint8_t bytes[64];
+  };
+  QuantFormat format_ = QuantFormat::F32;
+  size_t n_out_ = 0;
+  size_t n_in_ = 0;
+  std::vector<Chunk> chunks_;
+};
+
+// Whether `format` has a packed layout.
+bool has_packed_layout(QuantFormat format);
+
+// Whether this CPU has a SIMD kernel for the packed layout of `format`, so
+// that packing pays (elsewhere the packed layout runs on a scalar kernel).
+bool packed_layout_is_faster(QuantFormat format);
+
+// Packs n_out rows of n_in values in `format` (row_bytes(format, n_in) each,
+// contiguous), with the pool's threads if given. Throws
+// std::invalid_argument for a format without a packed layout or a row length
+// that is not a positive multiple of its block.
+PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size_t n_in,
+                           ThreadPool* pool = nullptr);
+
+// y[r * n_out + o] = dot(weight row o, activation row r), as the matmul of
+// kernels.h does for the unpacked rows (x in kernel_activation_format(
+// w.format()), n_in columns). Batch and thread-count invariant in the same
+// sense. The scalar kernel and the SIMD one give the same bits; both differ
+// from the unpacked kernels only in the order of the f32 block sums.
+void matmul(const PackedWeights& w, const QuantizedActivations& x, float* y, ThreadPool& pool);
+
+}  // namespace lamina::quant

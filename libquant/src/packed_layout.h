@@ -1,0 +1,60 @@
+// Internal: the packed layouts of lamina/quant/packed.h, and the scalar
+// kernel that reads them (the reference of the SIMD kernels, and the kernel
+// of CPUs without them).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "activations_access.h"
+#include "lamina/quant/activations.h"
+#include "lamina/quant/blocks.h"
+#include "lamina/quant/format.h"
+#include "lamina/quant/thread_pool.h"
+
+namespace lamina::quant::detail {
+
+inline constexpr size_t kPackedRows = 16;
+
+// One super-block (256 values) of 16 Q2_K rows. Sub-block j (values 16j ..
+// 16j + 15 of the super-block) of row r is the 32-bit word qs[j][4r ..
+// 4r + 3]: value 4s + k is bits 2s, 2s + 1 of its byte k. So extracting
+// one bit pair of a 64-byte qs[j] gives, in each 32-bit lane, four
+// consecutive values of one row, ready for a 4-product dot with four
+// consecutive activations. sc[j][r] is row r's scale | min << 4 byte of
+// sub-block j, d and dmin its f16 factors.
+struct PackedQ2_K {
+  uint8_t qs[kQK_K / 16][4 * kPackedRows];
+  uint8_t sc[kQK_K / 16][kPackedRows];
+  uint16_t d[kPackedRows];
+  uint16_t dmin[kPackedRows];
+};
+static_assert(sizeof(PackedQ2_K) == kPackedRows * sizeof(BlockQ2_K));
+static_assert(sizeof(PackedQ2_K) % 64 == 0, "every group starts 64-byte aligned");
+
+// Rows [16 * g, 16 * g + 16) of n_rows rows (blocks_per_row blocks each,
+// contiguous) into `out` (blocks_per_row PackedQ2_K); rows past n_rows are
+// zero (they contribute 0 and are never stored).
+void pack_q2_k_group(const BlockQ2_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ2_K* out);
+
+// A matrix in a packed layout, as the kernels see it.
+struct PackedView {
+  const uint8_t* data;
+  size_t n_out;
+  size_t n_in;
+  size_t groups() const { return (n_out + kPackedRows - 1) / kPackedRows; }
+  size_t blocks_per_row() const { return n_in / kQK_K; }
+};
+
+// Outputs 16 * g .. min(16 * g + 16, n_out) of activation row `a` into y
+// (y[o] for output o), in the scalar form of the SIMD kernel's operations:
+// per row, f32 fused multiply-adds of the exact integer sums, block by block.
+void dot_packed_q2_k_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
+
+// The dynamically dispatched entries (matmul_packed.cc): whether the best
+// target of this CPU has a SIMD kernel for the packed `format`, and the
+// matmul of packed Q2_K with Q8_K activations.
+bool packed_simd_kernel(QuantFormat format);
+void matmul_packed_q2_k(const PackedView& w, const QuantizedActivations& x, float* y, ThreadPool& pool);
+
+}  // namespace lamina::quant::detail

@@ -1,0 +1,146 @@
+// The packed weight layout (lamina/quant/packed.h), on every compiled Highway
+// target this CPU supports: against the scalar reference dots of the rows
+// before packing (the tolerance of kernel_matmul_test.cc, for the same
+// reasons), bit for bit against the scalar kernel of the packed layout, with
+// 1 and 2 threads, and invariant to the batch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hwy/targets.h"
+#include "hwy/tests/hwy_gtest.h"
+#include "kernel_test_util.h"
+#include "lamina/quant/kernels.h"
+#include "lamina/quant/packed.h"
+#include "lamina/quant/reference.h"
+#include "packed_layout.h"
+
+namespace lamina::quant {
+namespace {
+
+using ktest::abs_dot;
+using ktest::random_activations;
+using ktest::random_weights;
+
+constexpr double kRelativeTolerance = 1e-6;
+
+struct Shape {
+  size_t n_out;
+  size_t n_in;
+  size_t n_rows;
+};
+
+class KernelPacked : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(KernelPacked);
+
+// The scalar kernel of the packed layout, for every output of every row.
+std::vector<float> scalar_matmul(const PackedWeights& p, const QuantizedActivations& x) {
+  std::vector<float> y(x.rows() * p.n_out(), NAN);
+  const detail::PackedView view{p.data(), p.n_out(), p.n_in()};
+  for (size_t r = 0; r < x.rows(); ++r) {
+    for (size_t g = 0; g < view.groups(); ++g) {
+      detail::dot_packed_q2_k_scalar(view, g, detail::ActivationsAccess::row(x, r), y.data() + r * p.n_out());
+    }
+  }
+  return y;
+}
+
+TEST_P(KernelPacked, Q2_KMatchesReferenceAndScalarKernel) {
+  const QuantFormat wfmt = QuantFormat::Q2_K;
+  ThreadPool pool1(1);
+  ThreadPool pool2(2);
+  // Row counts below, at and past one group of 16, batches with every tile
+  // remainder, and more rows than a tile.
+  const Shape shapes[] = {{1, 256, 1},   {15, 768, 1},  {16, 256, 3},   {37, 4096, 1},
+                          {33, 512, 6},  {64, 4096, 5}, {17, 256, 70},  {200, 1024, 2}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE("n_out " + std::to_string(s.n_out) + " n_in " + std::to_string(s.n_in) + " n_rows " +
+                 std::to_string(s.n_rows));
+    std::mt19937 rng(static_cast<uint32_t>(s.n_out * 7919 + s.n_in * 31 + s.n_rows));
+    const std::vector<uint8_t> w = random_weights(wfmt, s.n_out, s.n_in, rng);
+    const std::vector<float> x = random_activations(s.n_rows, s.n_in, rng);
+    QuantizedActivations qx;
+    quantize_activations(QuantFormat::Q8_K, x.data(), s.n_rows, s.n_in, qx);
+    const PackedWeights p = pack_weights(wfmt, w.data(), s.n_out, s.n_in);
+    ASSERT_EQ(p.bytes(), (s.n_out + 15) / 16 * 16 * row_bytes(wfmt, s.n_in));
+
+    std::vector<float> y1(s.n_rows * s.n_out, NAN);
+    std::vector<float> y2(s.n_rows * s.n_out, NAN);
+    matmul(p, qx, y1.data(), pool1);
+    matmul(p, qx, y2.data(), pool2);
+    const std::vector<float> scalar = scalar_matmul(p, qx);
+    ASSERT_STREQ(kernel_target_name(), hwy::TargetName(GetParam()));
+
+    const size_t wrow_bytes = row_bytes(wfmt, s.n_in);
+    for (size_t r = 0; r < s.n_rows; ++r) {
+      for (size_t o = 0; o < s.n_out; ++o) {
+        const uint8_t* wrow = w.data() + o * wrow_bytes;
+        const double ref = dot_quantized_ref(wfmt, wrow, qx.row_blocks(r), s.n_in);
+        const double tol = kRelativeTolerance * abs_dot(wfmt, wrow, QuantFormat::Q8_K, qx.row_blocks(r), s.n_in);
+        const size_t i = r * s.n_out + o;
+        ASSERT_LE(std::fabs(y1[i] - ref), tol) << "row " << r << " output " << o << ": " << y1[i]
+                                               << " vs reference " << ref;
+        ASSERT_EQ(std::memcmp(&y1[i], &scalar[i], sizeof(float)), 0)
+            << "row " << r << " output " << o << ": " << y1[i] << " vs scalar kernel " << scalar[i];
+        ASSERT_EQ(std::memcmp(&y1[i], &y2[i], sizeof(float)), 0)
+            << "row " << r << " output " << o << ": " << y1[i] << " vs " << y2[i] << " with 2 threads";
+      }
+    }
+  }
+}
+
+TEST_P(KernelPacked, Q2_KBatchInvariant) {
+  const size_t n_out = 45;
+  const size_t n_in = 2048;
+  const size_t n_rows = 11;
+  std::mt19937 rng(99);
+  const std::vector<uint8_t> w = random_weights(QuantFormat::Q2_K, n_out, n_in, rng);
+  const std::vector<float> x = random_activations(n_rows, n_in, rng);
+  const PackedWeights p = pack_weights(QuantFormat::Q2_K, w.data(), n_out, n_in);
+  ThreadPool pool(2);
+  QuantizedActivations all;
+  quantize_activations(QuantFormat::Q8_K, x.data(), n_rows, n_in, all);
+  std::vector<float> y_all(n_rows * n_out);
+  matmul(p, all, y_all.data(), pool);
+  for (const auto& [first, count] : {std::pair<size_t, size_t>{0, 1}, {4, 1}, {2, 3}, {5, 6}}) {
+    QuantizedActivations part;
+    quantize_activations(QuantFormat::Q8_K, x.data() + first * n_in, count, n_in, part);
+    std::vector<float> y(count * n_out);
+    matmul(p, part, y.data(), pool);
+    ASSERT_EQ(std::memcmp(y.data(), y_all.data() + first * n_out, y.size() * sizeof(float)), 0)
+        << "rows " << first << ".." << first + count - 1 << " as a batch of " << count;
+  }
+}
+
+TEST_P(KernelPacked, FasterOnlyWithASimdKernel) {
+  const bool simd = GetParam() == HWY_AVX3_DL && __builtin_cpu_supports("gfni");
+  EXPECT_EQ(packed_layout_is_faster(QuantFormat::Q2_K), simd);
+  EXPECT_FALSE(packed_layout_is_faster(QuantFormat::Q4_K));
+}
+
+TEST(KernelPackedArguments, RejectsBadInput) {
+  std::vector<uint8_t> w(row_bytes(QuantFormat::Q4_K, 256));
+  EXPECT_FALSE(has_packed_layout(QuantFormat::Q4_K));
+  EXPECT_TRUE(has_packed_layout(QuantFormat::Q2_K));
+  EXPECT_THROW(pack_weights(QuantFormat::Q4_K, w.data(), 1, 256), std::invalid_argument);
+  EXPECT_THROW(pack_weights(QuantFormat::Q2_K, w.data(), 1, 0), std::invalid_argument);
+  EXPECT_THROW(pack_weights(QuantFormat::Q2_K, w.data(), 1, 128), std::invalid_argument);
+
+  const PackedWeights p = pack_weights(QuantFormat::Q2_K, w.data(), 1, 256);
+  ThreadPool pool(1);
+  const std::vector<float> x(512, 0.5f);
+  QuantizedActivations q8_0, q8_k_long;
+  quantize_activations(QuantFormat::Q8_0, x.data(), 1, 256, q8_0);
+  quantize_activations(QuantFormat::Q8_K, x.data(), 1, 512, q8_k_long);
+  float y = 0.0f;
+  EXPECT_THROW(matmul(p, q8_0, &y, pool), std::invalid_argument);
+  EXPECT_THROW(matmul(p, q8_k_long, &y, pool), std::invalid_argument);
+  EXPECT_THROW(matmul(PackedWeights{}, q8_0, &y, pool), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace lamina::quant

@@ -13,49 +13,54 @@ namespace lamina::quant::HWY_NAMESPACE {
 
 bool PackedSimdKernel(QuantFormat format) {
 #if HWY_TARGET == HWY_AVX3_DL
-  return format == QuantFormat::Q2_K && dl::CpuHasGfni();
+  return (format == QuantFormat::Q2_K || format == QuantFormat::Q4_0) && dl::CpuHasGfni();
 #else
   (void)format;
   return false;
 #endif
 }
 
-// Groups [begin, end) against every activation row.
-void GroupsQ2_K(const detail::PackedView& w, const QuantizedActivations& x, float* y, size_t begin, size_t end) {
-  const size_t n_rows = x.rows();
 #if HWY_TARGET == HWY_AVX3_DL
-  if (dl::CpuHasGfni()) {
-    constexpr size_t kTile = 4;
-    detail::ActivationRow rows[kTile] = {};
-    float* out[kTile] = {};
-    for (size_t g = begin; g < end; ++g) {
-      size_t r = 0;
-      for (; r < n_rows; r += kTile) {
-        const size_t tile = n_rows - r < kTile ? n_rows - r : kTile;
-        for (size_t t = 0; t < tile; ++t) {
-          rows[t] = detail::ActivationsAccess::row(x, r + t);
-          out[t] = y + (r + t) * w.n_out;
-        }
-        switch (tile) {
-          case 4: dl::packed::DotGroupQ2_K<4>(w, g, rows, out); break;
-          case 3: dl::packed::DotGroupQ2_K<3>(w, g, rows, out); break;
-          case 2: dl::packed::DotGroupQ2_K<2>(w, g, rows, out); break;
-          default: dl::packed::DotGroupQ2_K<1>(w, g, rows, out); break;
-        }
+// Groups [begin, end) against every activation row, 4 rows at a time.
+template <class Kernel>
+void SimdGroups(const detail::PackedView& w, const QuantizedActivations& x, float* y, size_t begin, size_t end) {
+  constexpr size_t kTile = 4;
+  detail::ActivationRow rows[kTile] = {};
+  float* out[kTile] = {};
+  for (size_t g = begin; g < end; ++g) {
+    for (size_t r = 0; r < x.rows(); r += kTile) {
+      const size_t tile = x.rows() - r < kTile ? x.rows() - r : kTile;
+      for (size_t t = 0; t < tile; ++t) {
+        rows[t] = detail::ActivationsAccess::row(x, r + t);
+        out[t] = y + (r + t) * w.n_out;
+      }
+      switch (tile) {
+        case 4: dl::packed::DotGroup<Kernel, 4>(w, g, rows, out); break;
+        case 3: dl::packed::DotGroup<Kernel, 3>(w, g, rows, out); break;
+        case 2: dl::packed::DotGroup<Kernel, 2>(w, g, rows, out); break;
+        default: dl::packed::DotGroup<Kernel, 1>(w, g, rows, out); break;
       }
     }
-    return;
+  }
+}
+#endif
+
+void Groups(const detail::PackedView& w, const QuantizedActivations& x, float* y, size_t begin, size_t end) {
+#if HWY_TARGET == HWY_AVX3_DL
+  if (PackedSimdKernel(w.format)) {
+    if (w.format == QuantFormat::Q2_K) return SimdGroups<dl::packed::PackedKernelQ2_K>(w, x, y, begin, end);
+    return SimdGroups<dl::packed::PackedKernelQ4_0>(w, x, y, begin, end);
   }
 #endif
   for (size_t g = begin; g < end; ++g) {
-    for (size_t r = 0; r < n_rows; ++r) {
-      detail::dot_packed_q2_k_scalar(w, g, detail::ActivationsAccess::row(x, r), y + r * w.n_out);
+    for (size_t r = 0; r < x.rows(); ++r) {
+      detail::dot_packed_group_scalar(w, g, detail::ActivationsAccess::row(x, r), y + r * w.n_out);
     }
   }
 }
 
-void MatMulPackedQ2_K(const detail::PackedView& w, const QuantizedActivations& x, float* y, ThreadPool& pool) {
-  const auto groups = [&](size_t begin, size_t end) { GroupsQ2_K(w, x, y, begin, end); };
+void MatMulPacked(const detail::PackedView& w, const QuantizedActivations& x, float* y, ThreadPool& pool) {
+  const auto groups = [&](size_t begin, size_t end) { Groups(w, x, y, begin, end); };
   // As the unpacked kernels split their rows: contiguous shares when
   // streaming the weights once, ranges taken in turn when compute bound.
   if (x.rows() == 1) {
@@ -71,12 +76,12 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace lamina::quant {
 HWY_EXPORT(PackedSimdKernel);
-HWY_EXPORT(MatMulPackedQ2_K);
+HWY_EXPORT(MatMulPacked);
 
 bool detail::packed_simd_kernel(QuantFormat format) { return HWY_DYNAMIC_DISPATCH(PackedSimdKernel)(format); }
 
-void detail::matmul_packed_q2_k(const PackedView& w, const QuantizedActivations& x, float* y, ThreadPool& pool) {
-  HWY_DYNAMIC_DISPATCH(MatMulPackedQ2_K)(w, x, y, pool);
+void detail::matmul_packed(const PackedView& w, const QuantizedActivations& x, float* y, ThreadPool& pool) {
+  HWY_DYNAMIC_DISPATCH(MatMulPacked)(w, x, y, pool);
 }
 }  // namespace lamina::quant
 #endif  // HWY_ONCE

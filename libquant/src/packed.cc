@@ -1,4 +1,4 @@
-// Packing of weight matrices, the scalar kernel of the packed layouts, and
+// Packing of weight matrices, the scalar kernels of the packed layouts, and
 // the public entry points of lamina/quant/packed.h.
 #include "lamina/quant/packed.h"
 
@@ -24,32 +24,18 @@ unsigned q2_k_value(const BlockQ2_K& b, size_t i) {
   return (b.qs[32 * half + k % 32] >> (2 * (k / 32))) & 3u;
 }
 
-}  // namespace
-
-void pack_q2_k_group(const BlockQ2_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ2_K* out) {
-  std::memset(out, 0, blocks_per_row * sizeof(PackedQ2_K));
-  for (size_t r = 0; r < kPackedRows && g * kPackedRows + r < n_rows; ++r) {
-    const BlockQ2_K* row = rows + (g * kPackedRows + r) * blocks_per_row;
-    for (size_t b = 0; b < blocks_per_row; ++b) {
-      PackedQ2_K& p = out[b];
-      p.d[r] = row[b].d;
-      p.dmin[r] = row[b].dmin;
-      for (size_t j = 0; j < kQK_K / 16; ++j) {
-        p.sc[j][r] = row[b].scales[j];
-        for (size_t v = 0; v < 16; ++v) {
-          const size_t s = v / 4;
-          const size_t k = v % 4;
-          p.qs[j][4 * r + k] |= static_cast<uint8_t>(q2_k_value(row[b], 16 * j + v) << (2 * s));
-        }
-      }
-    }
-  }
+// Value j (0..31) of block b of a Q8_0 activation row, in the kernels'
+// layout (activations_access.h): groups of 4 blocks, first values 0..15 of
+// each, then values 16..31 of each.
+int q8_0_value(const ActivationRow& a, size_t b, size_t j) {
+  const size_t in_group = 16 * (b % kGroupBlocks) + (j < 16 ? j : kGroupValues / 2 + j - 16);
+  return a.values[kGroupValues * (b / kGroupBlocks) + in_group];
 }
 
-void dot_packed_q2_k_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
+void dot_q2_k_group(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
   const size_t nb = w.blocks_per_row();
   const auto* blocks = reinterpret_cast<const PackedQ2_K*>(w.data) + g * nb;
-  for (size_t r = 0; r < kPackedRows && g * kPackedRows + r < w.n_out; ++r) {
+  for (size_t r = 0; r < w.rows_in_group(g); ++r) {
     float acc = 0.0f;
     for (size_t b = 0; b < nb; ++b) {
       const PackedQ2_K& p = blocks[b];
@@ -72,38 +58,117 @@ void dot_packed_q2_k_scalar(const PackedView& w, size_t g, const ActivationRow& 
   }
 }
 
+void dot_q4_0_group(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
+  const size_t nb = w.blocks_per_row();
+  const auto* blocks = reinterpret_cast<const PackedQ4_0*>(w.data) + g * nb;
+  for (size_t r = 0; r < w.rows_in_group(g); ++r) {
+    float acc = 0.0f;
+    for (size_t b = 0; b < nb; ++b) {
+      const PackedQ4_0& p = blocks[b];
+      // The values are q - 8: start from -8 times the activations' sum.
+      int32_t sum = 8 * a.lane_neg_sums[b * kLanesPerBlock];
+      for (size_t t = 0; t < kQK / 8; ++t) {
+        for (size_t k = 0; k < 4; ++k) {
+          const unsigned byte = p.qs[t][4 * r + k];
+          sum += static_cast<int32_t>(byte & 15) * q8_0_value(a, b, 4 * t + k);
+          sum += static_cast<int32_t>(byte >> 4) * q8_0_value(a, b, 16 + 4 * t + k);
+        }
+      }
+      acc = std::fma(static_cast<float>(sum), f16_to_f32(p.d[r]) * a.lane_scales[b * kLanesPerBlock], acc);
+    }
+    y[g * kPackedRows + r] = acc;
+  }
+}
+
+}  // namespace
+
+void pack_q2_k_group(const BlockQ2_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ2_K* out) {
+  std::memset(out, 0, blocks_per_row * sizeof(PackedQ2_K));
+  for (size_t r = 0; r < kPackedRows && g * kPackedRows + r < n_rows; ++r) {
+    const BlockQ2_K* row = rows + (g * kPackedRows + r) * blocks_per_row;
+    for (size_t b = 0; b < blocks_per_row; ++b) {
+      PackedQ2_K& p = out[b];
+      p.d[r] = row[b].d;
+      p.dmin[r] = row[b].dmin;
+      for (size_t j = 0; j < kQK_K / 16; ++j) {
+        p.sc[j][r] = row[b].scales[j];
+        for (size_t v = 0; v < 16; ++v) {
+          p.qs[j][4 * r + v % 4] |= static_cast<uint8_t>(q2_k_value(row[b], 16 * j + v) << (2 * (v / 4)));
+        }
+      }
+    }
+  }
+}
+
+void pack_q4_0_group(const BlockQ4_0* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_0* out) {
+  std::memset(out, 0, blocks_per_row * sizeof(PackedQ4_0));
+  for (size_t r = 0; r < kPackedRows && g * kPackedRows + r < n_rows; ++r) {
+    const BlockQ4_0* row = rows + (g * kPackedRows + r) * blocks_per_row;
+    for (size_t b = 0; b < blocks_per_row; ++b) {
+      out[b].d[r] = row[b].d;
+      // GGUF's byte j holds values j (low nibble) and 16 + j (high): the
+      // same pairing, so bytes move whole.
+      for (size_t j = 0; j < kQK / 2; ++j) out[b].qs[j / 4][4 * r + j % 4] = row[b].qs[j];
+    }
+  }
+}
+
+void dot_packed_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
+  switch (w.format) {
+    case QuantFormat::Q2_K: return dot_q2_k_group(w, g, a, y);
+    case QuantFormat::Q4_0: return dot_q4_0_group(w, g, a, y);
+    default: return;  // pack_weights only makes the formats above
+  }
+}
+
 }  // namespace detail
 
-bool has_packed_layout(QuantFormat format) { return format == QuantFormat::Q2_K; }
+bool has_packed_layout(QuantFormat format) { return format == QuantFormat::Q2_K || format == QuantFormat::Q4_0; }
 
 bool packed_layout_is_faster(QuantFormat format) {
   return has_packed_layout(format) && detail::packed_simd_kernel(format);
 }
 
-PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size_t n_in, ThreadPool* pool) {
-  const std::string name(format_traits(format).name);
-  if (!has_packed_layout(format)) throw std::invalid_argument("pack_weights: " + name + " has no packed layout");
-  if (n_in == 0 || n_in % kQK_K != 0) {
-    throw std::invalid_argument("pack_weights: row length " + std::to_string(n_in) + " of " + name +
-                                " weights is not a positive multiple of " + std::to_string(kQK_K));
-  }
-  PackedWeights p;
-  p.format_ = format;
-  p.n_out_ = n_out;
-  p.n_in_ = n_in;
-  const detail::PackedView view{nullptr, n_out, n_in};
-  const size_t group_bytes = view.blocks_per_row() * sizeof(detail::PackedQ2_K);
-  p.chunks_.resize(view.groups() * group_bytes / sizeof(PackedWeights::Chunk));
+namespace {
+
+template <class Block, class Packed, class PackGroup>
+void pack_all(const void* w, const detail::PackedView& view, uint8_t* out, ThreadPool* pool, PackGroup pack_group) {
   const auto pack_groups = [&](size_t begin, size_t end) {
     for (size_t g = begin; g < end; ++g) {
-      auto* out = reinterpret_cast<detail::PackedQ2_K*>(p.chunks_.data()) + g * view.blocks_per_row();
-      detail::pack_q2_k_group(static_cast<const BlockQ2_K*>(w), n_out, view.blocks_per_row(), g, out);
+      pack_group(static_cast<const Block*>(w), view.n_out, view.blocks_per_row(), g,
+                 reinterpret_cast<Packed*>(out) + g * view.blocks_per_row());
     }
   };
   if (pool) {
     pool->parallel_for(view.groups(), 1, pack_groups);
   } else {
     pack_groups(0, view.groups());
+  }
+}
+
+}  // namespace
+
+PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size_t n_in, ThreadPool* pool) {
+  const std::string name(format_traits(format).name);
+  if (!has_packed_layout(format)) throw std::invalid_argument("pack_weights: " + name + " has no packed layout");
+  const size_t block = format_traits(format).block_elems;
+  if (n_in == 0 || n_in % block != 0) {
+    throw std::invalid_argument("pack_weights: row length " + std::to_string(n_in) + " of " + name +
+                                " weights is not a positive multiple of " + std::to_string(block));
+  }
+  PackedWeights p;
+  p.format_ = format;
+  p.n_out_ = n_out;
+  p.n_in_ = n_in;
+  const detail::PackedView view{format, nullptr, n_out, n_in};
+  const size_t bytes = view.groups() * detail::kPackedRows * row_bytes(format, n_in);
+  p.chunks_.resize((bytes + sizeof(PackedWeights::Chunk) - 1) / sizeof(PackedWeights::Chunk));
+  p.bytes_ = bytes;
+  auto* out = p.chunks_.empty() ? nullptr : p.chunks_.front().bytes;
+  if (format == QuantFormat::Q2_K) {
+    pack_all<BlockQ2_K, detail::PackedQ2_K>(w, view, out, pool, detail::pack_q2_k_group);
+  } else {
+    pack_all<BlockQ4_0, detail::PackedQ4_0>(w, view, out, pool, detail::pack_q4_0_group);
   }
   return p;
 }
@@ -118,7 +183,7 @@ void matmul(const PackedWeights& w, const QuantizedActivations& x, float* y, Thr
                                 std::to_string(x.cols()));
   }
   if (w.n_out() == 0 || x.rows() == 0) return;
-  detail::matmul_packed_q2_k({w.data(), w.n_out(), w.n_in()}, x, y, pool);
+  detail::matmul_packed({w.format(), w.data(), w.n_out(), w.n_in()}, x, y, pool);
 }
 
 }  // namespace lamina::quant

@@ -1,6 +1,6 @@
 // Internal: the packed layouts of lamina/quant/packed.h, and the scalar
-// kernel that reads them (the reference of the SIMD kernels, and the kernel
-// of CPUs without them).
+// kernels that read them (the reference of the SIMD kernels, and the
+// kernels of CPUs without them).
 #pragma once
 
 #include <cstddef>
@@ -22,39 +22,57 @@ inline constexpr size_t kPackedRows = 16;
 // one bit pair of a 64-byte qs[j] gives, in each 32-bit lane, four
 // consecutive values of one row, ready for a 4-product dot with four
 // consecutive activations. sc[j][r] is row r's scale | min << 4 byte of
-// sub-block j, d and dmin its f16 factors.
+// sub-block j, d and dmin its f16 factors. The kernel reads the fields in
+// the order they are stored (a stream the hardware prefetch follows).
 struct PackedQ2_K {
-  uint8_t qs[kQK_K / 16][4 * kPackedRows];
   uint8_t sc[kQK_K / 16][kPackedRows];
+  uint8_t qs[kQK_K / 16][4 * kPackedRows];
   uint16_t d[kPackedRows];
   uint16_t dmin[kPackedRows];
 };
 static_assert(sizeof(PackedQ2_K) == kPackedRows * sizeof(BlockQ2_K));
 static_assert(sizeof(PackedQ2_K) % 64 == 0, "every group starts 64-byte aligned");
 
-// Rows [16 * g, 16 * g + 16) of n_rows rows (blocks_per_row blocks each,
-// contiguous) into `out` (blocks_per_row PackedQ2_K); rows past n_rows are
-// zero (they contribute 0 and are never stored).
-void pack_q2_k_group(const BlockQ2_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ2_K* out);
+// One block (32 values) of 16 Q4_0 rows: the 32-bit word qs[t][4r .. 4r + 3]
+// holds values 4t .. 4t + 3 of row r in the low nibbles of its bytes and
+// values 16 + 4t .. 16 + 4t + 3 in the high nibbles.
+struct PackedQ4_0 {
+  uint8_t qs[kQK / 8][4 * kPackedRows];
+  uint16_t d[kPackedRows];
+};
+static_assert(sizeof(PackedQ4_0) == kPackedRows * sizeof(BlockQ4_0));
 
 // A matrix in a packed layout, as the kernels see it.
 struct PackedView {
+  QuantFormat format;
   const uint8_t* data;
   size_t n_out;
   size_t n_in;
   size_t groups() const { return (n_out + kPackedRows - 1) / kPackedRows; }
-  size_t blocks_per_row() const { return n_in / kQK_K; }
+  size_t blocks_per_row() const { return n_in / format_traits(format).block_elems; }
+  // Rows of group g that are rows of the matrix (the last group's others
+  // are zero padding).
+  size_t rows_in_group(size_t g) const {
+    return n_out - g * kPackedRows < kPackedRows ? n_out - g * kPackedRows : kPackedRows;
+  }
 };
 
-// Outputs 16 * g .. min(16 * g + 16, n_out) of activation row `a` into y
-// (y[o] for output o), in the scalar form of the SIMD kernel's operations:
-// per row, f32 fused multiply-adds of the exact integer sums, block by block.
-void dot_packed_q2_k_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
+// Rows [16 * g, 16 * g + 16) of n_rows rows (blocks_per_row blocks each,
+// contiguous) into `out` (blocks_per_row packed blocks); rows past n_rows
+// are zero (they contribute 0 and are never stored).
+void pack_q2_k_group(const BlockQ2_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ2_K* out);
+void pack_q4_0_group(const BlockQ4_0* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_0* out);
+
+// Outputs 16 * g .. 16 * g + rows_in_group(g) of activation row `a` into
+// y[o] for output o, in the scalar form of the SIMD kernel's operations:
+// per row, f32 fused multiply-adds of the exact integer block sums, block by
+// block.
+void dot_packed_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
 
 // The dynamically dispatched entries (matmul_packed.cc): whether the best
 // target of this CPU has a SIMD kernel for the packed `format`, and the
-// matmul of packed Q2_K with Q8_K activations.
+// matmul of a packed matrix.
 bool packed_simd_kernel(QuantFormat format);
-void matmul_packed_q2_k(const PackedView& w, const QuantizedActivations& x, float* y, ThreadPool& pool);
+void matmul_packed(const PackedView& w, const QuantizedActivations& x, float* y, ThreadPool& pool);
 
 }  // namespace lamina::quant::detail

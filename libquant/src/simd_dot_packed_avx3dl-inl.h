@@ -1,14 +1,18 @@
-// AVX3_DL kernel of the packed Q2_K layout (packed_layout.h): 16 weight rows
-// per 512-bit register, one row per 32-bit lane.
+// AVX3_DL kernels of the packed layouts (packed_layout.h): 16 weight rows
+// per 512-bit register, one row per 32-bit lane, so each lane ends with its
+// output and the per-block f32 scaling is done for 16 rows at once.
 //
-// Per sub-block (16 values of 16 rows, 64 bytes): four GFNI bit moves give
-// the four 2-bit fields as bytes, each lane then holding 4 consecutive values
-// of its row; four VNNI dots with the 4 matching activations (broadcast from
-// memory) make the sub-block's exact sum per row, which is below 2^15 in
-// magnitude (16 * 3 * 127), so one i16 multiply-add applies the row's scale
-// (the scale's upper 16 bits are 0). The min times the activation group sum
-// goes the same way into a second sum. After each super-block the two sums
-// are scaled in f32 for the 16 rows at once.
+// Q2_K, per sub-block (16 values of 16 rows, 64 bytes): four GFNI bit moves
+// give the four 2-bit fields as bytes, each lane then holding 4 consecutive
+// values of its row; four VNNI dots with the 4 matching activations
+// (broadcast from memory) make the sub-block's exact sum per row, which is
+// below 2^15 in magnitude (16 * 3 * 127), so one i16 multiply-add applies
+// the row's scale (the scale's upper 16 bits are 0). The min times the
+// activation group sum goes the same way into a second sum.
+//
+// Q4_0, per block (32 values of 16 rows, 4 x 64 bytes): the low and the high
+// nibbles of each register are 4 consecutive values per lane; eight VNNI
+// dots on top of -8 times the activations' sum make the exact block sum.
 
 #if defined(LAMINA_QUANT_SIMD_DOT_PACKED_AVX3DL_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LAMINA_QUANT_SIMD_DOT_PACKED_AVX3DL_INL_H_
@@ -27,10 +31,18 @@ HWY_BEFORE_NAMESPACE();
 namespace lamina::quant::HWY_NAMESPACE::dl {
 namespace packed {
 
-// The kernel runs about twice as fast as one core's hardware prefetch brings
-// the weights in from memory (measured: 16 GB/s per core without this, 21
-// with); prefetching 4 super-blocks (5.4 KB) ahead keeps more lines in flight.
-inline constexpr size_t kPrefetchBlocks = 4;
+// The kernels run about twice as fast as one core's hardware prefetch brings
+// the weights in from memory (measured on Q2_K: 16 GB/s per core without
+// this, 21 with); prefetching 5.4 KB ahead keeps more lines in flight.
+inline constexpr size_t kPrefetchBytes = 4 * sizeof(detail::PackedQ2_K);
+
+// The cache lines of the `bytes` at p + kPrefetchBytes (a prefetch past the
+// end of the matrix does not fault).
+template <size_t kBytes>
+HWY_INLINE void PrefetchAhead(const void* p) {
+  const char* ahead = static_cast<const char*>(p) + kPrefetchBytes;
+  for (size_t i = 0; i < kBytes; i += 64) _mm_prefetch(ahead + i, _MM_HINT_T0);
+}
 
 // acc + the 4-product dot of each lane of u with the 4 bytes at a.
 HWY_INLINE __m512i DpbusdBroadcast(__m512i acc, __m512i u, const int8_t* a) {
@@ -43,66 +55,105 @@ HWY_INLINE __m512i DpwssdBroadcast(__m512i acc, __m512i x, const int16_t* p) {
   return acc;
 }
 
-// acc[r] (lane i: output row i of the group) += the dots of one super-block
-// with activation rows rows[0 .. R).
-template <size_t R>
-HWY_INLINE void AccumulateQ2_K(const detail::PackedQ2_K& p, const detail::ActivationRow* rows, size_t b,
-                               __m512* acc) {
-  const __m512i bits0 = _mm512_set1_epi64(BitMoveMatrix<2, 0>(0));
-  const __m512i bits1 = _mm512_set1_epi64(BitMoveMatrix<2, 0>(2));
-  const __m512i bits2 = _mm512_set1_epi64(BitMoveMatrix<2, 0>(4));
-  const __m512i bits3 = _mm512_set1_epi64(BitMoveMatrix<2, 0>(6));
-  const __m512i low_nibble = _mm512_set1_epi32(0x0F);
-  __m512i isum[R], msum[R];
-  for (size_t r = 0; r < R; ++r) isum[r] = msum[r] = _mm512_setzero_si512();
-  HWY_UNROLL(4)
-  for (size_t j = 0; j < kQK_K / 16; ++j) {
-    const __m512i q = _mm512_load_si512(p.qs[j]);
-    // One line of qs per sub-block; the 5 lines of sc, d and dmin with the
-    // first 5 (a prefetch past the end of the matrix does not fault).
-    const char* ahead = reinterpret_cast<const char*>(&p) + kPrefetchBlocks * sizeof(detail::PackedQ2_K) + 64 * j;
-    _mm_prefetch(ahead, _MM_HINT_T0);
-    if (j < 5) _mm_prefetch(ahead + sizeof(p.qs), _MM_HINT_T0);
-    const __m512i u0 = ApplyBitMatrix(q, bits0);
-    const __m512i u1 = ApplyBitMatrix(q, bits1);
-    const __m512i u2 = ApplyBitMatrix(q, bits2);
-    const __m512i u3 = ApplyBitMatrix(q, bits3);
-    const __m512i scale_min = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p.sc[j])));
-    const __m512i scale = _mm512_and_si512(scale_min, low_nibble);
-    const __m512i min = _mm512_srli_epi32(scale_min, 4);
+// Accumulate<R>(p, rows, b, acc): acc[r] (lane i: output row i of the
+// group) += the dots of packed block p with block b of activation rows
+// rows[0 .. R).
+struct PackedKernelQ2_K {
+  using Block = detail::PackedQ2_K;
+  template <size_t R>
+  static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, __m512* acc) {
+    const __m512i bits0 = _mm512_set1_epi64(BitMoveMatrix<2, 0>(0));
+    const __m512i bits1 = _mm512_set1_epi64(BitMoveMatrix<2, 0>(2));
+    const __m512i bits2 = _mm512_set1_epi64(BitMoveMatrix<2, 0>(4));
+    const __m512i bits3 = _mm512_set1_epi64(BitMoveMatrix<2, 0>(6));
+    const __m512i low_nibble = _mm512_set1_epi32(0x0F);
+    // The scale bytes of sub-blocks 4t .. 4t + 3 in sc4[t]; byte_index[i]
+    // picks those of sub-block 4t + i into byte 0 of each row's lane.
+    __m512i sc4[4], byte_index[4];
+    for (size_t t = 0; t < 4; ++t) {
+      sc4[t] = _mm512_load_si512(p.sc[4 * t]);
+      byte_index[t] = _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                       _mm512_set1_epi32(static_cast<int>(16 * t)));
+    }
+    __m512i isum[R], msum[R];
+    for (size_t r = 0; r < R; ++r) isum[r] = msum[r] = _mm512_setzero_si512();
+    HWY_UNROLL(4)
+    for (size_t j = 0; j < kQK_K / 16; ++j) {
+      const __m512i q = _mm512_load_si512(p.qs[j]);
+      // 21 lines per block: one per sub-block, and the last 5 with the
+      // first 5.
+      PrefetchAhead<64>(p.sc[0] + 64 * j);
+      if (j < 5) PrefetchAhead<64>(p.sc[0] + 64 * (16 + j));
+      const __m512i u0 = ApplyBitMatrix(q, bits0);
+      const __m512i u1 = ApplyBitMatrix(q, bits1);
+      const __m512i u2 = ApplyBitMatrix(q, bits2);
+      const __m512i u3 = ApplyBitMatrix(q, bits3);
+      const __m512i scale_min = _mm512_maskz_permutexvar_epi8(0x1111111111111111ull, byte_index[j % 4], sc4[j / 4]);
+      const __m512i scale = _mm512_and_si512(scale_min, low_nibble);
+      const __m512i min = _mm512_srli_epi32(scale_min, 4);
+      for (size_t r = 0; r < R; ++r) {
+        const int8_t* a = rows[r].values + kQK_K * b + 16 * j;
+        __m512i sub = DpbusdBroadcast(_mm512_setzero_si512(), u0, a);
+        sub = DpbusdBroadcast(sub, u1, a + 4);
+        sub = DpbusdBroadcast(sub, u2, a + 8);
+        sub = DpbusdBroadcast(sub, u3, a + 12);
+        isum[r] = Dpwssd(isum[r], sub, scale);
+        // Reads group sums j and j + 1 (min's upper half is 0); after the
+        // last group of a row that is padding (activations.cc).
+        msum[r] = DpwssdBroadcast(msum[r], min, rows[r].group_sums + 16 * b + j);
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p.d)));
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p.dmin)));
     for (size_t r = 0; r < R; ++r) {
-      const int8_t* a = rows[r].values + kQK_K * b + 16 * j;
-      __m512i sub = DpbusdBroadcast(_mm512_setzero_si512(), u0, a);
-      sub = DpbusdBroadcast(sub, u1, a + 4);
-      sub = DpbusdBroadcast(sub, u2, a + 8);
-      sub = DpbusdBroadcast(sub, u3, a + 12);
-      isum[r] = Dpwssd(isum[r], sub, scale);
-      // Reads group sums j and j + 1 (min's upper half is 0); after the
-      // last group of a row that is padding (activations.cc).
-      msum[r] = DpwssdBroadcast(msum[r], min, rows[r].group_sums + 16 * b + j);
+      const __m512 da = _mm512_set1_ps(rows[r].scales[b]);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, da), acc[r]);
+      acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[r]), _mm512_mul_ps(dmin, da), acc[r]);
     }
   }
-  const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p.d)));
-  const __m512 dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p.dmin)));
-  for (size_t r = 0; r < R; ++r) {
-    const __m512 da = _mm512_set1_ps(rows[r].scales[b]);
-    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, da), acc[r]);
-    acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[r]), _mm512_mul_ps(dmin, da), acc[r]);
+};
+
+struct PackedKernelQ4_0 {
+  using Block = detail::PackedQ4_0;
+  template <size_t R>
+  static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, __m512* acc) {
+    PrefetchAhead<sizeof(Block)>(&p);
+    const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+    const __m512i high_to_low = _mm512_set1_epi64(BitMoveMatrix<4, 0>(4));
+    __m512i lo[4], hi[4];
+    for (size_t t = 0; t < 4; ++t) {
+      const __m512i q = _mm512_loadu_si512(p.qs[t]);
+      lo[t] = _mm512_and_si512(q, low_nibbles);
+      hi[t] = ApplyBitMatrix(q, high_to_low);
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.d)));
+    // Values 0..15 of block b, then 16..31 at + 64 (activations_access.h).
+    const size_t first = detail::kGroupValues * (b / detail::kGroupBlocks) + 16 * (b % detail::kGroupBlocks);
+    for (size_t r = 0; r < R; ++r) {
+      const int8_t* a = rows[r].values + first;
+      // The values are q - 8: start from -8 times the activations' sum.
+      __m512i sum = _mm512_slli_epi32(_mm512_set1_epi32(rows[r].lane_neg_sums[b * detail::kLanesPerBlock]), 3);
+      for (size_t t = 0; t < 4; ++t) {
+        sum = DpbusdBroadcast(sum, lo[t], a + 4 * t);
+        sum = DpbusdBroadcast(sum, hi[t], a + detail::kGroupValues / 2 + 4 * t);
+      }
+      const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(rows[r].lane_scales[b * detail::kLanesPerBlock]));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[r]);
+    }
   }
-}
+};
 
 // Outputs of group g for activation rows rows[0 .. R): y[r] + o for output o.
-template <size_t R>
-HWY_INLINE void DotGroupQ2_K(const detail::PackedView& w, size_t g, const detail::ActivationRow* rows,
-                             float* const* y) {
+template <class Kernel, size_t R>
+HWY_INLINE void DotGroup(const detail::PackedView& w, size_t g, const detail::ActivationRow* rows,
+                         float* const* y) {
   const size_t nb = w.blocks_per_row();
-  const auto* blocks = reinterpret_cast<const detail::PackedQ2_K*>(w.data) + g * nb;
+  const auto* blocks = reinterpret_cast<const typename Kernel::Block*>(w.data) + g * nb;
   __m512 acc[R];
   for (size_t r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-  for (size_t b = 0; b < nb; ++b) AccumulateQ2_K<R>(blocks[b], rows, b, acc);
+  for (size_t b = 0; b < nb; ++b) Kernel::template Accumulate<R>(blocks[b], rows, b, acc);
   const size_t first = g * detail::kPackedRows;
-  const size_t valid = w.n_out - first < detail::kPackedRows ? w.n_out - first : detail::kPackedRows;
-  const __mmask16 keep = static_cast<__mmask16>((1u << valid) - 1);
+  const __mmask16 keep = static_cast<__mmask16>((1u << w.rows_in_group(g)) - 1);
   for (size_t r = 0; r < R; ++r) _mm512_mask_storeu_ps(y[r] + first, keep, acc[r]);
 }
 

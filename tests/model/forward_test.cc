@@ -241,17 +241,21 @@ TEST(ForwardInvariance, BatchingAndThreadsDoNotChangeLogits) {
   EXPECT_EQ(seq_a, expected) << "interleaved with another sequence, chunks of 3";
 }
 
-// Weights in a packed layout (Q2_K, quantized at load) give the logits of
-// the same weights unpacked, up to the order of the f32 block sums (each
-// output's integer block dots are exact either way), and stay batch and
-// thread invariant.
-TEST(ForwardPacking, PackedWeightsGiveTheUnpackedLogits) {
+// Weights in a packed layout (quantized at load to each format that has
+// one) give the logits of the same weights unpacked, up to the order of the
+// f32 block sums (each output's integer block dots are exact either way),
+// and stay batch and thread invariant.
+class ForwardPacking : public ::testing::TestWithParam<quant::QuantFormat> {};
+
+TEST_P(ForwardPacking, PackedWeightsGiveTheUnpackedLogits) {
+  const quant::QuantFormat format = GetParam();
   const fs::path file = kData / "archs" / "qwen2.f32.gguf";
   if (!fs::exists(file)) GTEST_SKIP() << "test data not found at " << kData;
-  if (!quant::packed_layout_is_faster(quant::QuantFormat::Q2_K)) {
-    GTEST_SKIP() << "this CPU has no packed Q2_K kernel, so nothing is packed";
+  if (!quant::packed_layout_is_faster(format)) {
+    GTEST_SKIP() << "this CPU has no packed " << quant::format_traits(format).name
+                 << " kernel, so nothing is packed";
   }
-  const auto model = Model::load(file, {.quantize = quant::QuantFormat::Q2_K});
+  const auto model = Model::load(file, {.quantize = format});
   const std::vector<int32_t> ids{1, 400, 37, 255, 88, 300, 12, 401, 5, 77};
   CpuForward plain(*model, {.n_ctx = 32, .n_threads = 2, .pack_weights = false});
   CpuForward packed(*model, {.n_ctx = 32, .n_threads = 2});
@@ -265,7 +269,8 @@ TEST(ForwardPacking, PackedWeightsGiveTheUnpackedLogits) {
     diff = std::max(diff, std::fabs(got[i] - expected[i]));
   }
   // Summation order alone: a few f32 ulps per product, carried through two
-  // layers; a wrong value or scale anywhere would be of the order of `scale`.
+  // layers (measured: below 5e-7 of the largest logit); a wrong value or
+  // scale anywhere would be of the order of `scale`.
   EXPECT_LE(diff, 1e-5f * scale) << "largest difference " << diff << " of logits up to " << scale;
 
   CpuForward single(*model, {.n_ctx = 32, .n_threads = 1});
@@ -277,6 +282,10 @@ TEST(ForwardPacking, PackedWeightsGiveTheUnpackedLogits) {
   }
   EXPECT_EQ(one_by_one, got) << "packed, token by token on 1 thread";
 }
+
+INSTANTIATE_TEST_SUITE_P(PackedFormats, ForwardPacking,
+                         ::testing::Values(quant::QuantFormat::Q2_K, quant::QuantFormat::Q4_0),
+                         [](const auto& info) { return std::string(quant::format_traits(info.param).name); });
 
 TEST(ForwardErrors, RejectsBadInput) {
   const fs::path file = kData / "models" / "stories260K.gguf";

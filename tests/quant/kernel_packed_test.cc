@@ -9,11 +9,13 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "hwy/targets.h"
 #include "hwy/tests/hwy_gtest.h"
 #include "kernel_test_util.h"
+#include "lamina/quant/blocks.h"
 #include "lamina/quant/kernels.h"
 #include "lamina/quant/packed.h"
 #include "lamina/quant/reference.h"
@@ -34,37 +36,47 @@ struct Shape {
   size_t n_rows;
 };
 
-class KernelPacked : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(KernelPacked);
+class KernelPacked : public hwy::TestWithParamTargetAndT<QuantFormat> {
+ protected:
+  int64_t target() {
+    return std::get<0>(::testing::TestWithParam<std::tuple<int64_t, QuantFormat>>::GetParam());
+  }
+};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P_T(KernelPacked, ::testing::Values(QuantFormat::Q2_K, QuantFormat::Q4_0));
 
 // The scalar kernel of the packed layout, for every output of every row.
 std::vector<float> scalar_matmul(const PackedWeights& p, const QuantizedActivations& x) {
   std::vector<float> y(x.rows() * p.n_out(), NAN);
-  const detail::PackedView view{p.data(), p.n_out(), p.n_in()};
+  const detail::PackedView view{p.format(), p.data(), p.n_out(), p.n_in()};
   for (size_t r = 0; r < x.rows(); ++r) {
     for (size_t g = 0; g < view.groups(); ++g) {
-      detail::dot_packed_q2_k_scalar(view, g, detail::ActivationsAccess::row(x, r), y.data() + r * p.n_out());
+      detail::dot_packed_group_scalar(view, g, detail::ActivationsAccess::row(x, r), y.data() + r * p.n_out());
     }
   }
   return y;
 }
 
-TEST_P(KernelPacked, Q2_KMatchesReferenceAndScalarKernel) {
-  const QuantFormat wfmt = QuantFormat::Q2_K;
+TEST_P(KernelPacked, MatchesReferenceAndScalarKernel) {
+  const QuantFormat wfmt = GetParam();
+  const QuantFormat afmt = kernel_activation_format(wfmt);
   ThreadPool pool1(1);
   ThreadPool pool2(2);
   // Row counts below, at and past one group of 16, batches with every tile
   // remainder, and more rows than a tile.
-  const Shape shapes[] = {{1, 256, 1},   {15, 768, 1},  {16, 256, 3},   {37, 4096, 1},
-                          {33, 512, 6},  {64, 4096, 5}, {17, 256, 70},  {200, 1024, 2}};
+  std::vector<Shape> shapes{{1, 256, 1},  {15, 768, 1},  {16, 256, 3},   {37, 4096, 1}, {33, 512, 6},
+                            {64, 4096, 5}, {17, 256, 70}, {200, 1024, 2}, {5, 4352, 1}};
+  if (format_traits(wfmt).block_elems == kQK) {
+    // Block counts that leave a partial group of 4 activation blocks.
+    shapes.insert(shapes.end(), {{7, 32, 2}, {19, 96, 5}, {16, 160, 1}});
+  }
   for (const Shape& s : shapes) {
     SCOPED_TRACE("n_out " + std::to_string(s.n_out) + " n_in " + std::to_string(s.n_in) + " n_rows " +
                  std::to_string(s.n_rows));
-    std::mt19937 rng(static_cast<uint32_t>(s.n_out * 7919 + s.n_in * 31 + s.n_rows));
+    std::mt19937 rng(static_cast<uint32_t>(s.n_out * 7919 + s.n_in * 31 + s.n_rows) + static_cast<uint32_t>(wfmt));
     const std::vector<uint8_t> w = random_weights(wfmt, s.n_out, s.n_in, rng);
     const std::vector<float> x = random_activations(s.n_rows, s.n_in, rng);
     QuantizedActivations qx;
-    quantize_activations(QuantFormat::Q8_K, x.data(), s.n_rows, s.n_in, qx);
+    quantize_activations(afmt, x.data(), s.n_rows, s.n_in, qx);
     const PackedWeights p = pack_weights(wfmt, w.data(), s.n_out, s.n_in);
     ASSERT_EQ(p.bytes(), (s.n_out + 15) / 16 * 16 * row_bytes(wfmt, s.n_in));
 
@@ -73,14 +85,14 @@ TEST_P(KernelPacked, Q2_KMatchesReferenceAndScalarKernel) {
     matmul(p, qx, y1.data(), pool1);
     matmul(p, qx, y2.data(), pool2);
     const std::vector<float> scalar = scalar_matmul(p, qx);
-    ASSERT_STREQ(kernel_target_name(), hwy::TargetName(GetParam()));
+    ASSERT_STREQ(kernel_target_name(), hwy::TargetName(target()));
 
     const size_t wrow_bytes = row_bytes(wfmt, s.n_in);
     for (size_t r = 0; r < s.n_rows; ++r) {
       for (size_t o = 0; o < s.n_out; ++o) {
         const uint8_t* wrow = w.data() + o * wrow_bytes;
         const double ref = dot_quantized_ref(wfmt, wrow, qx.row_blocks(r), s.n_in);
-        const double tol = kRelativeTolerance * abs_dot(wfmt, wrow, QuantFormat::Q8_K, qx.row_blocks(r), s.n_in);
+        const double tol = kRelativeTolerance * abs_dot(wfmt, wrow, afmt, qx.row_blocks(r), s.n_in);
         const size_t i = r * s.n_out + o;
         ASSERT_LE(std::fabs(y1[i] - ref), tol) << "row " << r << " output " << o << ": " << y1[i]
                                                << " vs reference " << ref;
@@ -93,22 +105,24 @@ TEST_P(KernelPacked, Q2_KMatchesReferenceAndScalarKernel) {
   }
 }
 
-TEST_P(KernelPacked, Q2_KBatchInvariant) {
+TEST_P(KernelPacked, BatchInvariant) {
+  const QuantFormat wfmt = GetParam();
+  const QuantFormat afmt = kernel_activation_format(wfmt);
   const size_t n_out = 45;
   const size_t n_in = 2048;
   const size_t n_rows = 11;
   std::mt19937 rng(99);
-  const std::vector<uint8_t> w = random_weights(QuantFormat::Q2_K, n_out, n_in, rng);
+  const std::vector<uint8_t> w = random_weights(wfmt, n_out, n_in, rng);
   const std::vector<float> x = random_activations(n_rows, n_in, rng);
-  const PackedWeights p = pack_weights(QuantFormat::Q2_K, w.data(), n_out, n_in);
+  const PackedWeights p = pack_weights(wfmt, w.data(), n_out, n_in);
   ThreadPool pool(2);
   QuantizedActivations all;
-  quantize_activations(QuantFormat::Q8_K, x.data(), n_rows, n_in, all);
+  quantize_activations(afmt, x.data(), n_rows, n_in, all);
   std::vector<float> y_all(n_rows * n_out);
   matmul(p, all, y_all.data(), pool);
   for (const auto& [first, count] : {std::pair<size_t, size_t>{0, 1}, {4, 1}, {2, 3}, {5, 6}}) {
     QuantizedActivations part;
-    quantize_activations(QuantFormat::Q8_K, x.data() + first * n_in, count, n_in, part);
+    quantize_activations(afmt, x.data() + first * n_in, count, n_in, part);
     std::vector<float> y(count * n_out);
     matmul(p, part, y.data(), pool);
     ASSERT_EQ(std::memcmp(y.data(), y_all.data() + first * n_out, y.size() * sizeof(float)), 0)
@@ -117,8 +131,8 @@ TEST_P(KernelPacked, Q2_KBatchInvariant) {
 }
 
 TEST_P(KernelPacked, FasterOnlyWithASimdKernel) {
-  const bool simd = GetParam() == HWY_AVX3_DL && __builtin_cpu_supports("gfni");
-  EXPECT_EQ(packed_layout_is_faster(QuantFormat::Q2_K), simd);
+  const bool simd = target() == HWY_AVX3_DL && __builtin_cpu_supports("gfni");
+  EXPECT_EQ(packed_layout_is_faster(GetParam()), simd);
   EXPECT_FALSE(packed_layout_is_faster(QuantFormat::Q4_K));
 }
 
@@ -126,6 +140,8 @@ TEST(KernelPackedArguments, RejectsBadInput) {
   std::vector<uint8_t> w(row_bytes(QuantFormat::Q4_K, 256));
   EXPECT_FALSE(has_packed_layout(QuantFormat::Q4_K));
   EXPECT_TRUE(has_packed_layout(QuantFormat::Q2_K));
+  EXPECT_TRUE(has_packed_layout(QuantFormat::Q4_0));
+  EXPECT_THROW(pack_weights(QuantFormat::Q4_0, w.data(), 1, 48), std::invalid_argument);
   EXPECT_THROW(pack_weights(QuantFormat::Q4_K, w.data(), 1, 256), std::invalid_argument);
   EXPECT_THROW(pack_weights(QuantFormat::Q2_K, w.data(), 1, 0), std::invalid_argument);
   EXPECT_THROW(pack_weights(QuantFormat::Q2_K, w.data(), 1, 128), std::invalid_argument);

@@ -4,9 +4,9 @@
 // its 32-bit lanes accumulates one output (no per-block horizontal sums, and
 // the per-block scaling done for 16 rows at once).
 //
-// Q2_K is the format with a packed layout today. Its packed group of 16 rows
-// takes exactly the bytes of the 16 rows it holds; the last group of a
-// matrix is padded with zero rows.
+// Q2_K and Q4_0 have packed layouts today. A packed group of 16 rows takes
+// exactly the bytes of the 16 rows it holds; the last group of a matrix is
+// padded with zero rows.
 #pragma once
 
 #include <cstddef>
@@ -26,8 +26,8 @@ class PackedWeights {
   QuantFormat format() const { return format_; }
   size_t n_out() const { return n_out_; }
   size_t n_in() const { return n_in_; }
-  // Bytes held (the rows of the last group included).
-  size_t bytes() const { return chunks_.size() * sizeof(Chunk); }
+  // Bytes of the packed rows (those of the last group's padding included).
+  size_t bytes() const { return bytes_; }
   const uint8_t* data() const { return chunks_.empty() ? nullptr : chunks_.front().bytes; }
 
  private:
@@ -38,6 +38,7 @@ class PackedWeights {
   QuantFormat format_ = QuantFormat::F32;
   size_t n_out_ = 0;
   size_t n_in_ = 0;
+  size_t bytes_ = 0;
   std::vector<Chunk> chunks_;
 };
 

@@ -9,7 +9,8 @@
 //   Matmul/<format>/<rows> - 8, 64 or 512 activation rows (prompt
 //                     processing), in GFLOP/s (2 flops per multiply-add);
 //   .../<format>/packed/... - the same in the packed layout, for the
-//                     formats this CPU runs faster so (lamina/quant/packed.h).
+//                     formats this CPU runs faster so (lamina/quant/packed.h);
+//                     GB/s still count the matrix's bytes in the file.
 // Each call includes the quantization of its f32 activations. Matvec cycles
 // through different random matrices totalling >= 512 MiB, so that they
 // come from memory and not from the last-level cache, even for the small
@@ -178,7 +179,9 @@ struct WeightSet {
   std::vector<PackedWeights> packed_copies;
 
   size_t count() const { return packed ? packed_copies.size() : copies.size(); }
-  size_t bytes() const { return packed ? packed_copies[0].bytes() : copies[0].size(); }
+  // The matrix's bytes in the file (a packed copy may hold a few % more),
+  // so that both layouts are measured against the same read.
+  size_t bytes() const { return kOut * row_bytes(format, kIn); }
   const void* data(size_t i) const { return packed ? packed_copies[i].data() : copies[i].data(); }
 
   // y = x (n_rows rows) times matrix i, the activations quantized in the call.

@@ -7,13 +7,14 @@
 #include "hwy/highway.h"
 #include "packed_layout.h"
 #include "simd_dot_packed_avx3dl-inl.h"
+#include "simd_dot_packed_k45_avx3dl-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace lamina::quant::HWY_NAMESPACE {
 
 bool PackedSimdKernel(QuantFormat format) {
 #if HWY_TARGET == HWY_AVX3_DL
-  return (format == QuantFormat::Q2_K || format == QuantFormat::Q4_0) && dl::CpuHasGfni();
+  return detail::packed_block_bytes(format) != 0 && dl::CpuHasGfni();
 #else
   (void)format;
   return false;
@@ -48,8 +49,12 @@ void SimdGroups(const detail::PackedView& w, const QuantizedActivations& x, floa
 void Groups(const detail::PackedView& w, const QuantizedActivations& x, float* y, size_t begin, size_t end) {
 #if HWY_TARGET == HWY_AVX3_DL
   if (PackedSimdKernel(w.format)) {
-    if (w.format == QuantFormat::Q2_K) return SimdGroups<dl::packed::PackedKernelQ2_K>(w, x, y, begin, end);
-    return SimdGroups<dl::packed::PackedKernelQ4_0>(w, x, y, begin, end);
+    switch (w.format) {
+      case QuantFormat::Q2_K: return SimdGroups<dl::packed::PackedKernelQ2_K>(w, x, y, begin, end);
+      case QuantFormat::Q4_0: return SimdGroups<dl::packed::PackedKernelQ4_0>(w, x, y, begin, end);
+      case QuantFormat::Q4_K: return SimdGroups<dl::packed::PackedKernelQ4_K>(w, x, y, begin, end);
+      default: return SimdGroups<dl::packed::PackedKernelQ5_K>(w, x, y, begin, end);
+    }
   }
 #endif
   for (size_t g = begin; g < end; ++g) {

@@ -117,13 +117,15 @@ void dot_packed_group_scalar(const PackedView& w, size_t g, const ActivationRow&
   switch (w.format) {
     case QuantFormat::Q2_K: return dot_q2_k_group(w, g, a, y);
     case QuantFormat::Q4_0: return dot_q4_0_group(w, g, a, y);
+    case QuantFormat::Q4_K: return dot_packed_q4_k_group_scalar(w, g, a, y);
+    case QuantFormat::Q5_K: return dot_packed_q5_k_group_scalar(w, g, a, y);
     default: return;  // pack_weights only makes the formats above
   }
 }
 
 }  // namespace detail
 
-bool has_packed_layout(QuantFormat format) { return format == QuantFormat::Q2_K || format == QuantFormat::Q4_0; }
+bool has_packed_layout(QuantFormat format) { return detail::packed_block_bytes(format) != 0; }
 
 bool packed_layout_is_faster(QuantFormat format) {
   return has_packed_layout(format) && detail::packed_simd_kernel(format);
@@ -161,14 +163,23 @@ PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size
   p.n_out_ = n_out;
   p.n_in_ = n_in;
   const detail::PackedView view{format, nullptr, n_out, n_in};
-  const size_t bytes = view.groups() * detail::kPackedRows * row_bytes(format, n_in);
+  const size_t bytes = view.groups() * view.blocks_per_row() * detail::packed_block_bytes(format);
   p.chunks_.resize((bytes + sizeof(PackedWeights::Chunk) - 1) / sizeof(PackedWeights::Chunk));
   p.bytes_ = bytes;
   auto* out = p.chunks_.empty() ? nullptr : p.chunks_.front().bytes;
-  if (format == QuantFormat::Q2_K) {
-    pack_all<BlockQ2_K, detail::PackedQ2_K>(w, view, out, pool, detail::pack_q2_k_group);
-  } else {
-    pack_all<BlockQ4_0, detail::PackedQ4_0>(w, view, out, pool, detail::pack_q4_0_group);
+  switch (format) {
+    case QuantFormat::Q2_K:
+      pack_all<BlockQ2_K, detail::PackedQ2_K>(w, view, out, pool, detail::pack_q2_k_group);
+      break;
+    case QuantFormat::Q4_0:
+      pack_all<BlockQ4_0, detail::PackedQ4_0>(w, view, out, pool, detail::pack_q4_0_group);
+      break;
+    case QuantFormat::Q4_K:
+      pack_all<BlockQ4_K, detail::PackedQ4_K>(w, view, out, pool, detail::pack_q4_k_group);
+      break;
+    default:
+      pack_all<BlockQ5_K, detail::PackedQ5_K>(w, view, out, pool, detail::pack_q5_k_group);
+      break;
   }
   return p;
 }

@@ -42,6 +42,46 @@ struct PackedQ4_0 {
 };
 static_assert(sizeof(PackedQ4_0) == kPackedRows * sizeof(BlockQ4_0));
 
+// One super-block of 16 Q4_K rows. Sub-block s (values 32s .. 32s + 31):
+// qs[s][t] holds, in row r's word (bytes 4r .. 4r + 3), values 4t .. 4t + 3
+// in the low nibbles and 16 + 4t .. 16 + 4t + 3 in the high ones. The 6-bit
+// scales and mins are bytes sc[s][r], mn[s][r] (in the file they share 12
+// bytes per row: this layout is 2.8% larger, and saves their unpacking).
+struct PackedQ4_K {
+  uint8_t sc[kQK_K / 32][kPackedRows];
+  uint8_t mn[kQK_K / 32][kPackedRows];
+  uint8_t qs[kQK_K / 32][4][4 * kPackedRows];
+  uint16_t d[kPackedRows];
+  uint16_t dmin[kPackedRows];
+};
+static_assert(sizeof(PackedQ4_K) == kPackedRows * sizeof(BlockQ4_K) + 64);
+static_assert(sizeof(PackedQ4_K) % 64 == 0, "every group starts 64-byte aligned");
+
+// Q5_K: Q4_K's layout plus the fifth bits, qh[s] (row r's word): bit t of
+// byte k for value 4t + k, bit 4 + t for value 16 + 4t + k (2.3% larger
+// than the file).
+struct PackedQ5_K {
+  uint8_t sc[kQK_K / 32][kPackedRows];
+  uint8_t mn[kQK_K / 32][kPackedRows];
+  uint8_t qh[kQK_K / 32][4 * kPackedRows];
+  uint8_t qs[kQK_K / 32][4][4 * kPackedRows];
+  uint16_t d[kPackedRows];
+  uint16_t dmin[kPackedRows];
+};
+static_assert(sizeof(PackedQ5_K) == kPackedRows * sizeof(BlockQ5_K) + 64);
+static_assert(sizeof(PackedQ5_K) % 64 == 0, "every group starts 64-byte aligned");
+
+// Bytes of one packed block (16 rows), for a format with a packed layout.
+inline size_t packed_block_bytes(QuantFormat format) {
+  switch (format) {
+    case QuantFormat::Q2_K: return sizeof(PackedQ2_K);
+    case QuantFormat::Q4_0: return sizeof(PackedQ4_0);
+    case QuantFormat::Q4_K: return sizeof(PackedQ4_K);
+    case QuantFormat::Q5_K: return sizeof(PackedQ5_K);
+    default: return 0;
+  }
+}
+
 // A matrix in a packed layout, as the kernels see it.
 struct PackedView {
   QuantFormat format;
@@ -62,12 +102,16 @@ struct PackedView {
 // are zero (they contribute 0 and are never stored).
 void pack_q2_k_group(const BlockQ2_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ2_K* out);
 void pack_q4_0_group(const BlockQ4_0* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_0* out);
+void pack_q4_k_group(const BlockQ4_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_K* out);
+void pack_q5_k_group(const BlockQ5_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ5_K* out);
 
 // Outputs 16 * g .. 16 * g + rows_in_group(g) of activation row `a` into
 // y[o] for output o, in the scalar form of the SIMD kernel's operations:
 // per row, f32 fused multiply-adds of the exact integer block sums, block by
 // block.
 void dot_packed_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
+void dot_packed_q4_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
+void dot_packed_q5_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
 
 // The dynamically dispatched entries (matmul_packed.cc): whether the best
 // target of this CPU has a SIMD kernel for the packed `format`, and the

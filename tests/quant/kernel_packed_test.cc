@@ -42,7 +42,8 @@ class KernelPacked : public hwy::TestWithParamTargetAndT<QuantFormat> {
     return std::get<0>(::testing::TestWithParam<std::tuple<int64_t, QuantFormat>>::GetParam());
   }
 };
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P_T(KernelPacked, ::testing::Values(QuantFormat::Q2_K, QuantFormat::Q4_0));
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P_T(KernelPacked, ::testing::Values(QuantFormat::Q2_K, QuantFormat::Q4_0,
+                                                                      QuantFormat::Q4_K, QuantFormat::Q5_K));
 
 // The scalar kernel of the packed layout, for every output of every row.
 std::vector<float> scalar_matmul(const PackedWeights& p, const QuantizedActivations& x) {
@@ -78,7 +79,10 @@ TEST_P(KernelPacked, MatchesReferenceAndScalarKernel) {
     QuantizedActivations qx;
     quantize_activations(afmt, x.data(), s.n_rows, s.n_in, qx);
     const PackedWeights p = pack_weights(wfmt, w.data(), s.n_out, s.n_in);
-    ASSERT_EQ(p.bytes(), (s.n_out + 15) / 16 * 16 * row_bytes(wfmt, s.n_in));
+    // The rows of whole groups, plus (Q4_K, Q5_K) 64 bytes per 16 blocks.
+    const size_t padded_rows = (s.n_out + 15) / 16 * 16;
+    const bool byte_scales = wfmt == QuantFormat::Q4_K || wfmt == QuantFormat::Q5_K;
+    ASSERT_EQ(p.bytes(), padded_rows * row_bytes(wfmt, s.n_in) + (byte_scales ? padded_rows / 16 * s.n_in / 256 * 64 : 0));
 
     std::vector<float> y1(s.n_rows * s.n_out, NAN);
     std::vector<float> y2(s.n_rows * s.n_out, NAN);
@@ -133,16 +137,16 @@ TEST_P(KernelPacked, BatchInvariant) {
 TEST_P(KernelPacked, FasterOnlyWithASimdKernel) {
   const bool simd = target() == HWY_AVX3_DL && __builtin_cpu_supports("gfni");
   EXPECT_EQ(packed_layout_is_faster(GetParam()), simd);
-  EXPECT_FALSE(packed_layout_is_faster(QuantFormat::Q4_K));
+  EXPECT_FALSE(packed_layout_is_faster(QuantFormat::Q6_K));
 }
 
 TEST(KernelPackedArguments, RejectsBadInput) {
-  std::vector<uint8_t> w(row_bytes(QuantFormat::Q4_K, 256));
-  EXPECT_FALSE(has_packed_layout(QuantFormat::Q4_K));
+  std::vector<uint8_t> w(row_bytes(QuantFormat::Q6_K, 256));
+  EXPECT_FALSE(has_packed_layout(QuantFormat::Q6_K));
   EXPECT_TRUE(has_packed_layout(QuantFormat::Q2_K));
   EXPECT_TRUE(has_packed_layout(QuantFormat::Q4_0));
   EXPECT_THROW(pack_weights(QuantFormat::Q4_0, w.data(), 1, 48), std::invalid_argument);
-  EXPECT_THROW(pack_weights(QuantFormat::Q4_K, w.data(), 1, 256), std::invalid_argument);
+  EXPECT_THROW(pack_weights(QuantFormat::Q6_K, w.data(), 1, 256), std::invalid_argument);
   EXPECT_THROW(pack_weights(QuantFormat::Q2_K, w.data(), 1, 0), std::invalid_argument);
   EXPECT_THROW(pack_weights(QuantFormat::Q2_K, w.data(), 1, 128), std::invalid_argument);
 

@@ -4,9 +4,10 @@
 // its 32-bit lanes accumulates one output (no per-block horizontal sums, and
 // the per-block scaling done for 16 rows at once).
 //
-// Q2_K and Q4_0 have packed layouts today. A packed group of 16 rows takes
-// exactly the bytes of the 16 rows it holds; the last group of a matrix is
-// padded with zero rows.
+// Q2_K, Q4_0, Q4_K and Q5_K have packed layouts today. A packed group of 16
+// rows takes the bytes of the 16 rows it holds (Q4_K and Q5_K: 64 more per
+// super-block, their 6-bit scales and mins stored as bytes); the last group
+// of a matrix is padded with zero rows.
 #pragma once
 
 #include <cstddef>

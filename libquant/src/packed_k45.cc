@@ -1,0 +1,114 @@
+// Packing and scalar kernels of the packed Q4_K and Q5_K layouts
+// (packed_layout.h).
+#include <cmath>
+#include <cstring>
+
+#include "lamina/quant/half.h"
+#include "packed_layout.h"
+#include "reference_rows.h"
+
+namespace lamina::quant::detail {
+
+namespace {
+
+// The 4-bit part of value v (0..255) of a Q4_K/Q5_K super-block: each 64
+// values share 32 bytes, the first 32 in the low nibbles.
+unsigned nibble(const uint8_t* qs, size_t v) {
+  const uint8_t byte = qs[32 * (v / 64) + v % 32];
+  return (v % 64) < 32 ? byte & 15u : byte >> 4;
+}
+
+// Sub-block fields shared by both formats.
+template <class Packed, class Block>
+void pack_common(const Block& in, size_t r, Packed& p) {
+  p.d[r] = in.d;
+  p.dmin[r] = in.dmin;
+  for (size_t s = 0; s < kQK_K / 32; ++s) {
+    ref::unpack_k4_scale_min(in.scales, static_cast<int>(s), p.sc[s][r], p.mn[s][r]);
+    for (size_t i = 0; i < 16; ++i) {
+      const size_t t = i / 4;
+      const size_t k = i % 4;
+      p.qs[s][t][4 * r + k] = static_cast<uint8_t>(nibble(in.qs, 32 * s + i) | nibble(in.qs, 32 * s + 16 + i) << 4);
+    }
+  }
+}
+
+template <class Packed, class Block, class PackRow>
+void pack_group(const Block* rows, size_t n_rows, size_t blocks_per_row, size_t g, Packed* out, PackRow pack_row) {
+  std::memset(out, 0, blocks_per_row * sizeof(Packed));
+  for (size_t r = 0; r < kPackedRows && g * kPackedRows + r < n_rows; ++r) {
+    const Block* row = rows + (g * kPackedRows + r) * blocks_per_row;
+    for (size_t b = 0; b < blocks_per_row; ++b) pack_row(row[b], r, out[b]);
+  }
+}
+
+// Value i (0..31) of sub-block s of row r.
+unsigned q4_k_value(const PackedQ4_K& p, size_t s, size_t r, size_t i) {
+  const uint8_t byte = p.qs[s][(i % 16) / 4][4 * r + i % 4];
+  return i < 16 ? byte & 15u : byte >> 4;
+}
+unsigned q5_k_value(const PackedQ5_K& p, size_t s, size_t r, size_t i) {
+  const size_t t = (i % 16) / 4;
+  const uint8_t byte = p.qs[s][t][4 * r + i % 4];
+  const unsigned high = (p.qh[s][4 * r + i % 4] >> (i < 16 ? t : 4 + t)) & 1u;
+  return (i < 16 ? byte & 15u : byte >> 4) | high << 4;
+}
+
+// The SIMD kernel's operations per row: exact integer sums per super-block,
+// then two f32 fused multiply-adds.
+template <class Packed, class Value>
+void dot_group(const PackedView& w, size_t g, const ActivationRow& a, float* y, Value value) {
+  const size_t nb = w.blocks_per_row();
+  const auto* blocks = reinterpret_cast<const Packed*>(w.data) + g * nb;
+  for (size_t r = 0; r < w.rows_in_group(g); ++r) {
+    float acc = 0.0f;
+    for (size_t b = 0; b < nb; ++b) {
+      const Packed& p = blocks[b];
+      int32_t isum = 0;
+      int32_t msum = 0;
+      for (size_t s = 0; s < kQK_K / 32; ++s) {
+        int32_t sub = 0;
+        for (size_t i = 0; i < 32; ++i) {
+          sub += static_cast<int32_t>(value(p, s, r, i)) * a.values[kQK_K * b + 32 * s + i];
+        }
+        isum += p.sc[s][r] * sub;
+        msum += p.mn[s][r] * (a.group_sums[16 * b + 2 * s] + a.group_sums[16 * b + 2 * s + 1]);
+      }
+      const float da = a.scales[b];
+      acc = std::fma(static_cast<float>(isum), f16_to_f32(p.d[r]) * da, acc);
+      acc = std::fma(-static_cast<float>(msum), f16_to_f32(p.dmin[r]) * da, acc);
+    }
+    y[g * kPackedRows + r] = acc;
+  }
+}
+
+}  // namespace
+
+void pack_q4_k_group(const BlockQ4_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_K* out) {
+  pack_group(rows, n_rows, blocks_per_row, g, out,
+             [](const BlockQ4_K& in, size_t r, PackedQ4_K& p) { pack_common(in, r, p); });
+}
+
+void pack_q5_k_group(const BlockQ5_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ5_K* out) {
+  pack_group(rows, n_rows, blocks_per_row, g, out, [](const BlockQ5_K& in, size_t r, PackedQ5_K& p) {
+    pack_common(in, r, p);
+    for (size_t s = 0; s < kQK_K / 32; ++s) {
+      for (size_t i = 0; i < 32; ++i) {
+        const size_t v = 32 * s + i;
+        const unsigned high = (in.qh[v % 32] >> (v / 32)) & 1u;
+        const size_t bit = i < 16 ? i / 4 : 4 + (i - 16) / 4;
+        p.qh[s][4 * r + i % 4] |= static_cast<uint8_t>(high << bit);
+      }
+    }
+  });
+}
+
+void dot_packed_q4_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
+  dot_group<PackedQ4_K>(w, g, a, y, q4_k_value);
+}
+
+void dot_packed_q5_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
+  dot_group<PackedQ5_K>(w, g, a, y, q5_k_value);
+}
+
+}  // namespace lamina::quant::detail

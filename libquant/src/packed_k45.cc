@@ -18,6 +18,10 @@ unsigned nibble(const uint8_t* qs, size_t v) {
   return (v % 64) < 32 ? byte & 15u : byte >> 4;
 }
 
+// The nibble bytes of sub-block s.
+uint8_t (&nibbles(PackedQ4_K& p, size_t s))[4][4 * kPackedRows] { return p.qs[s]; }
+uint8_t (&nibbles(PackedQ5_K& p, size_t s))[4][4 * kPackedRows] { return p.sub[s].qs; }
+
 // Sub-block fields shared by both formats.
 template <class Packed, class Block>
 void pack_common(const Block& in, size_t r, Packed& p) {
@@ -28,7 +32,7 @@ void pack_common(const Block& in, size_t r, Packed& p) {
     for (size_t i = 0; i < 16; ++i) {
       const size_t t = i / 4;
       const size_t k = i % 4;
-      p.qs[s][t][4 * r + k] = static_cast<uint8_t>(nibble(in.qs, 32 * s + i) | nibble(in.qs, 32 * s + 16 + i) << 4);
+      nibbles(p, s)[t][4 * r + k] = static_cast<uint8_t>(nibble(in.qs, 32 * s + i) | nibble(in.qs, 32 * s + 16 + i) << 4);
     }
   }
 }
@@ -49,8 +53,8 @@ unsigned q4_k_value(const PackedQ4_K& p, size_t s, size_t r, size_t i) {
 }
 unsigned q5_k_value(const PackedQ5_K& p, size_t s, size_t r, size_t i) {
   const size_t t = (i % 16) / 4;
-  const uint8_t byte = p.qs[s][t][4 * r + i % 4];
-  const unsigned high = (p.qh[s][4 * r + i % 4] >> (i < 16 ? t : 4 + t)) & 1u;
+  const uint8_t byte = p.sub[s].qs[t][4 * r + i % 4];
+  const unsigned high = (p.sub[s].qh[4 * r + i % 4] >> (i < 16 ? t : 4 + t)) & 1u;
   return (i < 16 ? byte & 15u : byte >> 4) | high << 4;
 }
 
@@ -97,7 +101,7 @@ void pack_q5_k_group(const BlockQ5_K* rows, size_t n_rows, size_t blocks_per_row
         const size_t v = 32 * s + i;
         const unsigned high = (in.qh[v % 32] >> (v / 32)) & 1u;
         const size_t bit = i < 16 ? i / 4 : 4 + (i - 16) / 4;
-        p.qh[s][4 * r + i % 4] |= static_cast<uint8_t>(high << bit);
+        p.sub[s].qh[4 * r + i % 4] |= static_cast<uint8_t>(high << bit);
       }
     }
   });

@@ -42,7 +42,6 @@ inline constexpr __mmask64 kBytes0And2 = 0x5555555555555555ull;
 template <size_t kChains, size_t R, class Block, class Values>
 HWY_INLINE void AccumulateK45(const Block& p, const detail::ActivationRow* rows, size_t b, __m512* acc,
                               Values values) {
-  constexpr size_t kLines = sizeof(Block) / 64;
   __m512i sc4[2], mn4[2], index[4];
   for (size_t h = 0; h < 2; ++h) {
     sc4[h] = _mm512_load_si512(p.sc[4 * h]);
@@ -53,8 +52,6 @@ HWY_INLINE void AccumulateK45(const Block& p, const detail::ActivationRow* rows,
   for (size_t r = 0; r < R; ++r) isum[r] = msum[r] = _mm512_setzero_si512();
   HWY_UNROLL(2)
   for (size_t s = 0; s < kQK_K / 32; ++s) {
-    // kLines lines per block, spread over the 8 sub-blocks.
-    for (size_t l = s; l < kLines; l += kQK_K / 32) PrefetchAhead<64>(p.sc[0] + 64 * l);
     __m512i lo[4], hi[4];
     values(p, s, lo, hi);
     const __m512i scale = _mm512_maskz_permutexvar_epi8(kByte0, index[s % 4], sc4[s / 4]);
@@ -104,9 +101,9 @@ struct PackedKernelQ5_K {
     const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
     const __m512i high_to_low = _mm512_set1_epi64(BitMoveMatrix<4, 0>(4));
     AccumulateK45<4, R>(p, rows, b, acc, [&](const Block& blk, size_t s, __m512i* lo, __m512i* hi) HWY_ATTR {
-      const __m512i fifth = _mm512_load_si512(blk.qh[s]);
+      const __m512i fifth = _mm512_load_si512(blk.sub[s].qh);
       for (size_t t = 0; t < 4; ++t) {
-        const __m512i q = _mm512_load_si512(blk.qs[s][t]);
+        const __m512i q = _mm512_load_si512(blk.sub[s].qs[t]);
         const __m512i lo_bit = ApplyBitMatrix(fifth, _mm512_set1_epi64(BitMoveMatrix<1, 4>(static_cast<int>(t))));
         const __m512i hi_bit =
             ApplyBitMatrix(fifth, _mm512_set1_epi64(BitMoveMatrix<1, 4>(static_cast<int>(4 + t))));

@@ -7,7 +7,7 @@
 #include "hwy/highway.h"
 #include "packed_layout.h"
 #include "simd_dot_packed_avx3dl-inl.h"
-#include "simd_dot_packed_k45_avx3dl-inl.h"
+#include "simd_dot_packed_kquants_avx3dl-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace lamina::quant::HWY_NAMESPACE {
@@ -53,7 +53,8 @@ void Groups(const detail::PackedView& w, const QuantizedActivations& x, float* y
       case QuantFormat::Q2_K: return SimdGroups<dl::packed::PackedKernelQ2_K>(w, x, y, begin, end);
       case QuantFormat::Q4_0: return SimdGroups<dl::packed::PackedKernelQ4_0>(w, x, y, begin, end);
       case QuantFormat::Q4_K: return SimdGroups<dl::packed::PackedKernelQ4_K>(w, x, y, begin, end);
-      default: return SimdGroups<dl::packed::PackedKernelQ5_K>(w, x, y, begin, end);
+      case QuantFormat::Q5_K: return SimdGroups<dl::packed::PackedKernelQ5_K>(w, x, y, begin, end);
+      default: return SimdGroups<dl::packed::PackedKernelIQ4_XS>(w, x, y, begin, end);
     }
   }
 #endif

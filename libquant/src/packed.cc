@@ -119,6 +119,7 @@ void dot_packed_group_scalar(const PackedView& w, size_t g, const ActivationRow&
     case QuantFormat::Q4_0: return dot_q4_0_group(w, g, a, y);
     case QuantFormat::Q4_K: return dot_packed_q4_k_group_scalar(w, g, a, y);
     case QuantFormat::Q5_K: return dot_packed_q5_k_group_scalar(w, g, a, y);
+    case QuantFormat::IQ4_XS: return dot_packed_iq4_xs_group_scalar(w, g, a, y);
     default: return;  // pack_weights only makes the formats above
   }
 }
@@ -177,8 +178,11 @@ PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size
     case QuantFormat::Q4_K:
       pack_all<BlockQ4_K, detail::PackedQ4_K>(w, view, out, pool, detail::pack_q4_k_group);
       break;
-    default:
+    case QuantFormat::Q5_K:
       pack_all<BlockQ5_K, detail::PackedQ5_K>(w, view, out, pool, detail::pack_q5_k_group);
+      break;
+    default:
+      pack_all<BlockIQ4_XS, detail::PackedIQ4_XS>(w, view, out, pool, detail::pack_iq4_xs_group);
       break;
   }
   return p;

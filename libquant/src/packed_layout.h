@@ -75,6 +75,16 @@ struct PackedQ5_K {
 static_assert(sizeof(PackedQ5_K) == kPackedRows * sizeof(BlockQ5_K) + 64);
 static_assert(sizeof(PackedQ5_K) % 64 == 0, "every group starts 64-byte aligned");
 
+// One super-block of 16 IQ4_XS rows: the codebook indices laid out as Q4_K's
+// nibbles, the signed 6-bit scales (minus 32 applied) as bytes, the f16
+// factors (1.5% larger than the file; blocks are not 64-byte aligned).
+struct PackedIQ4_XS {
+  int8_t sc[kQK_K / 32][kPackedRows];
+  uint8_t qs[kQK_K / 32][4][4 * kPackedRows];
+  uint16_t d[kPackedRows];
+};
+static_assert(sizeof(PackedIQ4_XS) == kPackedRows * sizeof(BlockIQ4_XS) + 32);
+
 // Bytes of one packed block (16 rows), for a format with a packed layout.
 inline size_t packed_block_bytes(QuantFormat format) {
   switch (format) {
@@ -82,6 +92,7 @@ inline size_t packed_block_bytes(QuantFormat format) {
     case QuantFormat::Q4_0: return sizeof(PackedQ4_0);
     case QuantFormat::Q4_K: return sizeof(PackedQ4_K);
     case QuantFormat::Q5_K: return sizeof(PackedQ5_K);
+    case QuantFormat::IQ4_XS: return sizeof(PackedIQ4_XS);
     default: return 0;
   }
 }
@@ -108,6 +119,7 @@ void pack_q2_k_group(const BlockQ2_K* rows, size_t n_rows, size_t blocks_per_row
 void pack_q4_0_group(const BlockQ4_0* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_0* out);
 void pack_q4_k_group(const BlockQ4_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_K* out);
 void pack_q5_k_group(const BlockQ5_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ5_K* out);
+void pack_iq4_xs_group(const BlockIQ4_XS* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedIQ4_XS* out);
 
 // Outputs 16 * g .. 16 * g + rows_in_group(g) of activation row `a` into
 // y[o] for output o, in the scalar form of the SIMD kernel's operations:
@@ -116,6 +128,7 @@ void pack_q5_k_group(const BlockQ5_K* rows, size_t n_rows, size_t blocks_per_row
 void dot_packed_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
 void dot_packed_q4_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
 void dot_packed_q5_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
+void dot_packed_iq4_xs_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
 
 // The dynamically dispatched entries (matmul_packed.cc): whether the best
 // target of this CPU has a SIMD kernel for the packed `format`, and the

@@ -43,7 +43,8 @@ class KernelPacked : public hwy::TestWithParamTargetAndT<QuantFormat> {
   }
 };
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P_T(KernelPacked, ::testing::Values(QuantFormat::Q2_K, QuantFormat::Q4_0,
-                                                                      QuantFormat::Q4_K, QuantFormat::Q5_K));
+                                                                      QuantFormat::Q4_K, QuantFormat::Q5_K,
+                                                                      QuantFormat::IQ4_XS));
 
 // The scalar kernel of the packed layout, for every output of every row.
 std::vector<float> scalar_matmul(const PackedWeights& p, const QuantizedActivations& x) {
@@ -79,10 +80,13 @@ TEST_P(KernelPacked, MatchesReferenceAndScalarKernel) {
     QuantizedActivations qx;
     quantize_activations(afmt, x.data(), s.n_rows, s.n_in, qx);
     const PackedWeights p = pack_weights(wfmt, w.data(), s.n_out, s.n_in);
-    // The rows of whole groups, plus (Q4_K, Q5_K) 64 bytes per 16 blocks.
+    // The rows of whole groups, plus per 16 rows of a super-block 64 bytes
+    // (Q4_K, Q5_K) or 32 (IQ4_XS) of scales stored as bytes.
     const size_t padded_rows = (s.n_out + 15) / 16 * 16;
-    const bool byte_scales = wfmt == QuantFormat::Q4_K || wfmt == QuantFormat::Q5_K;
-    ASSERT_EQ(p.bytes(), padded_rows * row_bytes(wfmt, s.n_in) + (byte_scales ? padded_rows / 16 * s.n_in / 256 * 64 : 0));
+    const size_t extra = wfmt == QuantFormat::Q4_K || wfmt == QuantFormat::Q5_K ? 64
+                         : wfmt == QuantFormat::IQ4_XS                          ? 32
+                                                                                 : 0;
+    ASSERT_EQ(p.bytes(), padded_rows * row_bytes(wfmt, s.n_in) + padded_rows / 16 * s.n_in / kQK_K * extra);
 
     std::vector<float> y1(s.n_rows * s.n_out, NAN);
     std::vector<float> y2(s.n_rows * s.n_out, NAN);

@@ -1,4 +1,4 @@
-// Packing and scalar kernels of the packed Q4_K and Q5_K layouts
+// Packing and scalar kernels of the packed Q4_K, Q5_K and IQ4_XS layouts
 // (packed_layout.h).
 #include <cmath>
 #include <cstring>
@@ -86,6 +86,28 @@ void dot_group(const PackedView& w, size_t g, const ActivationRow& a, float* y, 
   }
 }
 
+void dot_iq4_xs(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
+  const size_t nb = w.blocks_per_row();
+  const auto* blocks = reinterpret_cast<const PackedIQ4_XS*>(w.data) + g * nb;
+  for (size_t r = 0; r < w.rows_in_group(g); ++r) {
+    float acc = 0.0f;
+    for (size_t b = 0; b < nb; ++b) {
+      const PackedIQ4_XS& p = blocks[b];
+      int32_t isum = 0;
+      for (size_t s = 0; s < kQK_K / 32; ++s) {
+        int32_t sub = 0;
+        for (size_t i = 0; i < 32; ++i) {
+          const uint8_t byte = p.qs[s][(i % 16) / 4][4 * r + i % 4];
+          sub += kIQ4NLValues[i < 16 ? byte & 15 : byte >> 4] * a.values[kQK_K * b + 32 * s + i];
+        }
+        isum += p.sc[s][r] * sub;
+      }
+      acc = std::fma(static_cast<float>(isum), f16_to_f32(p.d[r]) * a.scales[b], acc);
+    }
+    y[g * kPackedRows + r] = acc;
+  }
+}
+
 }  // namespace
 
 void pack_q4_k_group(const BlockQ4_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_K* out) {
@@ -105,6 +127,23 @@ void pack_q5_k_group(const BlockQ5_K* rows, size_t n_rows, size_t blocks_per_row
       }
     }
   });
+}
+
+void pack_iq4_xs_group(const BlockIQ4_XS* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedIQ4_XS* out) {
+  pack_group(rows, n_rows, blocks_per_row, g, out, [](const BlockIQ4_XS& in, size_t r, PackedIQ4_XS& p) {
+    p.d[r] = in.d;
+    for (size_t s = 0; s < kQK_K / 32; ++s) {
+      const int low = (in.scales_l[s / 2] >> (4 * (s % 2))) & 0xF;
+      const int high = (in.scales_h >> (2 * s)) & 3;
+      p.sc[s][r] = static_cast<int8_t>((low | (high << 4)) - 32);
+      // The file's sub-block: byte j holds values j (low nibble) and 16 + j.
+      for (size_t j = 0; j < 16; ++j) p.qs[s][j / 4][4 * r + j % 4] = in.qs[16 * s + j];
+    }
+  });
+}
+
+void dot_packed_iq4_xs_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
+  dot_iq4_xs(w, g, a, y);
 }
 
 void dot_packed_q4_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y) {

@@ -1,5 +1,5 @@
-// AVX3_DL kernels of the packed Q4_K and Q5_K layouts (packed_layout.h),
-// built like the others in simd_dot_packed_avx3dl-inl.h.
+// AVX3_DL kernels of the packed Q4_K, Q5_K and IQ4_XS layouts
+// (packed_layout.h), built like the others in simd_dot_packed_avx3dl-inl.h.
 //
 // Per sub-block (32 values of 16 rows, 4 x 64 bytes): the low and high
 // nibbles of each register (Q5_K: with the fifth bit moved in by a GFNI bit
@@ -9,12 +9,17 @@
 // row's scale byte, which a byte permute puts in each lane. The min, in both
 // halves of its lane, meets the sub-block's two activation group sums in one
 // more multiply-add.
+//
+// IQ4_XS: the nibbles pick codebook values + 128 (unsigned, for VNNI) with a
+// byte shuffle; each sub-block's chain starts from -128 times its activation
+// sum (one i16 multiply-add of the two group sums), so it ends with the
+// exact signed sum, which a 32-bit multiply scales (it can exceed 2^15).
 
-#if defined(LAMINA_QUANT_SIMD_DOT_PACKED_K45_AVX3DL_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef LAMINA_QUANT_SIMD_DOT_PACKED_K45_AVX3DL_INL_H_
-#undef LAMINA_QUANT_SIMD_DOT_PACKED_K45_AVX3DL_INL_H_
+#if defined(LAMINA_QUANT_SIMD_DOT_PACKED_KQUANTS_AVX3DL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LAMINA_QUANT_SIMD_DOT_PACKED_KQUANTS_AVX3DL_INL_H_
+#undef LAMINA_QUANT_SIMD_DOT_PACKED_KQUANTS_AVX3DL_INL_H_
 #else
-#define LAMINA_QUANT_SIMD_DOT_PACKED_K45_AVX3DL_INL_H_
+#define LAMINA_QUANT_SIMD_DOT_PACKED_KQUANTS_AVX3DL_INL_H_
 #endif
 
 #include "simd_dot_packed_avx3dl-inl.h"
@@ -112,6 +117,48 @@ struct PackedKernelQ5_K {
         hi[t] = _mm512_or_si512(ApplyBitMatrix(q, high_to_low), hi_bit);
       }
     });
+  }
+};
+
+struct PackedKernelIQ4_XS {
+  using Block = detail::PackedIQ4_XS;
+  template <size_t R>
+  static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, __m512* acc) {
+    alignas(64) static constexpr std::array<uint8_t, 64> kCodes = [] {
+      std::array<uint8_t, 64> t{};
+      for (size_t i = 0; i < 64; ++i) t[i] = static_cast<uint8_t>(kIQ4NLValues[i % 16] + 128);
+      return t;
+    }();
+    const __m512i codes = LoadTable(kCodes);
+    const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+    const __m512i high_to_low = _mm512_set1_epi64(BitMoveMatrix<4, 0>(4));
+    const __m512i minus_128 = _mm512_set1_epi16(-128);
+    __m512i isum[R];
+    for (size_t r = 0; r < R; ++r) isum[r] = _mm512_setzero_si512();
+    HWY_UNROLL(2)
+    for (size_t s = 0; s < kQK_K / 32; ++s) {
+      __m512i lo[4], hi[4];
+      for (size_t t = 0; t < 4; ++t) {
+        const __m512i q = _mm512_loadu_si512(p.qs[s][t]);
+        lo[t] = _mm512_shuffle_epi8(codes, _mm512_and_si512(q, low_nibbles));
+        hi[t] = _mm512_shuffle_epi8(codes, ApplyBitMatrix(q, high_to_low));
+      }
+      const __m512i scale = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.sc[s])));
+      for (size_t r = 0; r < R; ++r) {
+        const int8_t* a = rows[r].values + kQK_K * b + 32 * s;
+        __m512i sum = DpwssdBroadcast(_mm512_setzero_si512(), minus_128, rows[r].group_sums + 16 * b + 2 * s);
+        for (size_t t = 0; t < 4; ++t) {
+          sum = DpbusdBroadcast(sum, lo[t], a + 4 * t);
+          sum = DpbusdBroadcast(sum, hi[t], a + 16 + 4 * t);
+        }
+        isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(sum, scale));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.d)));
+    for (size_t r = 0; r < R; ++r) {
+      const __m512 da = _mm512_set1_ps(rows[r].scales[b]);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, da), acc[r]);
+    }
   }
 };
 

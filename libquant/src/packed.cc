@@ -116,6 +116,7 @@ void pack_q4_0_group(const BlockQ4_0* rows, size_t n_rows, size_t blocks_per_row
 void dot_packed_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
   switch (w.format) {
     case QuantFormat::Q2_K: return dot_q2_k_group(w, g, a, y);
+    case QuantFormat::Q3_K: return dot_packed_q3_k_group_scalar(w, g, a, y);
     case QuantFormat::Q4_0: return dot_q4_0_group(w, g, a, y);
     case QuantFormat::Q4_K: return dot_packed_q4_k_group_scalar(w, g, a, y);
     case QuantFormat::Q5_K: return dot_packed_q5_k_group_scalar(w, g, a, y);
@@ -171,6 +172,9 @@ PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size
   switch (format) {
     case QuantFormat::Q2_K:
       pack_all<BlockQ2_K, detail::PackedQ2_K>(w, view, out, pool, detail::pack_q2_k_group);
+      break;
+    case QuantFormat::Q3_K:
+      pack_all<BlockQ3_K, detail::PackedQ3_K>(w, view, out, pool, detail::pack_q3_k_group);
       break;
     case QuantFormat::Q4_0:
       pack_all<BlockQ4_0, detail::PackedQ4_0>(w, view, out, pool, detail::pack_q4_0_group);

@@ -1,5 +1,5 @@
-// Packing and scalar kernels of the packed Q4_K, Q5_K and IQ4_XS layouts
-// (packed_layout.h).
+// Packing and scalar kernels of the packed Q3_K, Q4_K, Q5_K and IQ4_XS
+// layouts (packed_layout.h).
 #include <cmath>
 #include <cstring>
 
@@ -108,7 +108,57 @@ void dot_iq4_xs(const PackedView& w, size_t g, const ActivationRow& a, float* y)
   }
 }
 
+void dot_q3_k(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
+  const size_t nb = w.blocks_per_row();
+  const auto* blocks = reinterpret_cast<const PackedQ3_K*>(w.data) + g * nb;
+  for (size_t r = 0; r < w.rows_in_group(g); ++r) {
+    float acc = 0.0f;
+    for (size_t b = 0; b < nb; ++b) {
+      const PackedQ3_K& p = blocks[b];
+      int32_t isum = 0;
+      for (size_t j = 0; j < kQK_K / 16; ++j) {
+        const PackedQ3_K::Pair& pair = p.pair[j / 2];
+        // The stored values are u - 4: start from -4 times the group sum.
+        int32_t sub = -4 * a.group_sums[16 * b + j];
+        for (size_t v = 0; v < 16; ++v) {
+          const size_t s = v / 4;
+          const size_t byte = 4 * r + v % 4;
+          const int low = (pair.qs[j % 2][byte] >> (2 * s)) & 3;
+          const int high = static_cast<int>((pair.high[j % 2][s] >> byte) & 1);
+          sub += (low + 4 * high) * a.values[kQK_K * b + 16 * j + v];
+        }
+        isum += p.sc[j / 2][2 * r + j % 2] * sub;
+      }
+      acc = std::fma(static_cast<float>(isum), f16_to_f32(p.d[r]) * a.scales[b], acc);
+    }
+    y[g * kPackedRows + r] = acc;
+  }
+}
+
 }  // namespace
+
+void pack_q3_k_group(const BlockQ3_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ3_K* out) {
+  pack_group(rows, n_rows, blocks_per_row, g, out, [](const BlockQ3_K& in, size_t r, PackedQ3_K& p) {
+    p.d[r] = in.d;
+    for (size_t j = 0; j < kQK_K / 16; ++j) {
+      PackedQ3_K::Pair& pair = p.pair[j / 2];
+      p.sc[j / 2][2 * r + j % 2] = static_cast<int8_t>(ref::unpack_q3k_scale(in.scales, static_cast<int>(j)));
+      for (size_t v = 0; v < 16; ++v) {
+        const size_t i = 16 * j + v;
+        const size_t s = v / 4;
+        const size_t byte = 4 * r + v % 4;
+        const unsigned low = (in.qs[32 * (i / 128) + i % 32] >> (2 * ((i % 128) / 32))) & 3u;
+        const uint64_t high = (in.hmask[i % 32] >> (i / 32)) & 1u;
+        pair.qs[j % 2][byte] |= static_cast<uint8_t>(low << (2 * s));
+        pair.high[j % 2][s] |= high << byte;
+      }
+    }
+  });
+}
+
+void dot_packed_q3_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
+  dot_q3_k(w, g, a, y);
+}
 
 void pack_q4_k_group(const BlockQ4_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_K* out) {
   pack_group(rows, n_rows, blocks_per_row, g, out,

@@ -85,10 +85,29 @@ struct PackedIQ4_XS {
 };
 static_assert(sizeof(PackedIQ4_XS) == kPackedRows * sizeof(BlockIQ4_XS) + 32);
 
+// One super-block of 16 Q3_K rows. Sub-block j (16 values) of pair p = j / 2:
+// pair[p].qs[j % 2] holds the low 2 bits as Q2_K's qs[j] does, and
+// pair[p].high[j % 2][s] is a 64-bit mask whose bit 4r + k is row r's
+// third bit of value 4s + k, i.e. of byte 4r + k once the bit pair s is
+// extracted. Stored values are u = low + 4 * high, the value u - 4. The
+// signed 6-bit scales are bytes, those of sub-blocks 2p and 2p + 1 side by
+// side per row (sc[p][2r], sc[p][2r + 1]). 3.6% larger than the file;
+// blocks are not 64-byte aligned.
+struct PackedQ3_K {
+  int8_t sc[kQK_K / 32][2 * kPackedRows];
+  struct Pair {
+    uint64_t high[2][4];
+    uint8_t qs[2][4 * kPackedRows];
+  } pair[kQK_K / 32];
+  uint16_t d[kPackedRows];
+};
+static_assert(sizeof(PackedQ3_K) == kPackedRows * sizeof(BlockQ3_K) + 64);
+
 // Bytes of one packed block (16 rows), for a format with a packed layout.
 inline size_t packed_block_bytes(QuantFormat format) {
   switch (format) {
     case QuantFormat::Q2_K: return sizeof(PackedQ2_K);
+    case QuantFormat::Q3_K: return sizeof(PackedQ3_K);
     case QuantFormat::Q4_0: return sizeof(PackedQ4_0);
     case QuantFormat::Q4_K: return sizeof(PackedQ4_K);
     case QuantFormat::Q5_K: return sizeof(PackedQ5_K);
@@ -116,6 +135,7 @@ struct PackedView {
 // contiguous) into `out` (blocks_per_row packed blocks); rows past n_rows
 // are zero (they contribute 0 and are never stored).
 void pack_q2_k_group(const BlockQ2_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ2_K* out);
+void pack_q3_k_group(const BlockQ3_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ3_K* out);
 void pack_q4_0_group(const BlockQ4_0* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_0* out);
 void pack_q4_k_group(const BlockQ4_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_K* out);
 void pack_q5_k_group(const BlockQ5_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ5_K* out);
@@ -126,6 +146,7 @@ void pack_iq4_xs_group(const BlockIQ4_XS* rows, size_t n_rows, size_t blocks_per
 // per row, f32 fused multiply-adds of the exact integer block sums, block by
 // block.
 void dot_packed_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
+void dot_packed_q3_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
 void dot_packed_q4_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
 void dot_packed_q5_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
 void dot_packed_iq4_xs_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);

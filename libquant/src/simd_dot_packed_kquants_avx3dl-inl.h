@@ -1,4 +1,4 @@
-// AVX3_DL kernels of the packed Q4_K, Q5_K and IQ4_XS layouts
+// AVX3_DL kernels of the packed Q3_K, Q4_K, Q5_K and IQ4_XS layouts
 // (packed_layout.h), built like the others in simd_dot_packed_avx3dl-inl.h.
 //
 // Per sub-block (32 values of 16 rows, 4 x 64 bytes): the low and high
@@ -14,6 +14,12 @@
 // byte shuffle; each sub-block's chain starts from -128 times its activation
 // sum (one i16 multiply-add of the two group sums), so it ends with the
 // exact signed sum, which a 32-bit multiply scales (it can exceed 2^15).
+//
+// Q3_K: Q2_K's bit-pair extraction, then +4 where the third bit is set (a
+// byte-masked add, the mask loaded as stored); chains start from -4 times
+// the group sum, so each ends with the sub-block's signed sum (below 2^13 in
+// magnitude). Two sub-blocks' sums share a lane as 16-bit halves, and one
+// i16 multiply-add applies their two scales.
 
 #if defined(LAMINA_QUANT_SIMD_DOT_PACKED_KQUANTS_AVX3DL_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LAMINA_QUANT_SIMD_DOT_PACKED_KQUANTS_AVX3DL_INL_H_
@@ -117,6 +123,53 @@ struct PackedKernelQ5_K {
         hi[t] = _mm512_or_si512(ApplyBitMatrix(q, high_to_low), hi_bit);
       }
     });
+  }
+};
+
+struct PackedKernelQ3_K {
+  using Block = detail::PackedQ3_K;
+  template <size_t R>
+  static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, __m512* acc) {
+    const __m512i bits[4] = {_mm512_set1_epi64(BitMoveMatrix<2, 0>(0)), _mm512_set1_epi64(BitMoveMatrix<2, 0>(2)),
+                             _mm512_set1_epi64(BitMoveMatrix<2, 0>(4)), _mm512_set1_epi64(BitMoveMatrix<2, 0>(6))};
+    const __m512i four = _mm512_set1_epi8(4);
+    const __m512i minus_4_low = _mm512_set1_epi32(0x0000FFFC);  // i16 pair (-4, 0)
+    const __m512i low_half = _mm512_set1_epi32(0x0000FFFF);
+    __m512i isum[R];
+    for (size_t r = 0; r < R; ++r) isum[r] = _mm512_setzero_si512();
+    HWY_UNROLL(2)
+    for (size_t pp = 0; pp < kQK_K / 32; ++pp) {
+      const Block::Pair& pair = p.pair[pp];
+      __m512i u[2][4];
+      for (size_t h = 0; h < 2; ++h) {
+        const __m512i q = _mm512_loadu_si512(pair.qs[h]);
+        for (size_t s = 0; s < 4; ++s) {
+          const __m512i low = ApplyBitMatrix(q, bits[s]);
+          u[h][s] = _mm512_mask_add_epi8(low, _cvtu64_mask64(pair.high[h][s]), low, four);
+        }
+      }
+      // Lane r: the scales of sub-blocks 2pp and 2pp + 1 as i16 halves.
+      const __m512i scales = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.sc[pp])));
+      for (size_t r = 0; r < R; ++r) {
+        __m512i sum[2];
+        for (size_t h = 0; h < 2; ++h) {
+          const size_t j = 2 * pp + h;
+          const int8_t* a = rows[r].values + kQK_K * b + 16 * j;
+          // Reads group sums j and j + 1, the second times 0 (after the
+          // last group of a row: padding, activations.cc).
+          sum[h] = DpwssdBroadcast(_mm512_setzero_si512(), minus_4_low, rows[r].group_sums + 16 * b + j);
+          for (size_t s = 0; s < 4; ++s) sum[h] = DpbusdBroadcast(sum[h], u[h][s], a + 4 * s);
+        }
+        // (sum0 & 0xFFFF) | sum1 << 16: truth table of (A & C) | B.
+        const __m512i both = _mm512_ternarylogic_epi32(sum[0], _mm512_slli_epi32(sum[1], 16), low_half, 0xEC);
+        isum[r] = Dpwssd(isum[r], both, scales);
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.d)));
+    for (size_t r = 0; r < R; ++r) {
+      const __m512 da = _mm512_set1_ps(rows[r].scales[b]);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, da), acc[r]);
+    }
   }
 };
 

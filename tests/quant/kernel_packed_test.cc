@@ -42,7 +42,7 @@ class KernelPacked : public hwy::TestWithParamTargetAndT<QuantFormat> {
     return std::get<0>(::testing::TestWithParam<std::tuple<int64_t, QuantFormat>>::GetParam());
   }
 };
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P_T(KernelPacked, ::testing::Values(QuantFormat::Q2_K, QuantFormat::Q4_0,
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P_T(KernelPacked, ::testing::Values(QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_0,
                                                                       QuantFormat::Q4_K, QuantFormat::Q5_K,
                                                                       QuantFormat::IQ4_XS));
 
@@ -81,9 +81,9 @@ TEST_P(KernelPacked, MatchesReferenceAndScalarKernel) {
     quantize_activations(afmt, x.data(), s.n_rows, s.n_in, qx);
     const PackedWeights p = pack_weights(wfmt, w.data(), s.n_out, s.n_in);
     // The rows of whole groups, plus per 16 rows of a super-block 64 bytes
-    // (Q4_K, Q5_K) or 32 (IQ4_XS) of scales stored as bytes.
+    // (Q3_K, Q4_K, Q5_K) or 32 (IQ4_XS) of scales stored as bytes.
     const size_t padded_rows = (s.n_out + 15) / 16 * 16;
-    const size_t extra = wfmt == QuantFormat::Q4_K || wfmt == QuantFormat::Q5_K ? 64
+    const size_t extra = wfmt == QuantFormat::Q3_K || wfmt == QuantFormat::Q4_K || wfmt == QuantFormat::Q5_K ? 64
                          : wfmt == QuantFormat::IQ4_XS                          ? 32
                                                                                  : 0;
     ASSERT_EQ(p.bytes(), padded_rows * row_bytes(wfmt, s.n_in) + padded_rows / 16 * s.n_in / kQK_K * extra);

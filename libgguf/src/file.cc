@@ -24,6 +24,10 @@ GgufFile::GgufFile(GgufFile&&) noexcept = default;
 GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
 GgufFile::~GgufFile() = default;
 
+void GgufFile::release_pages(const void* p, std::size_t n) const {
+  if (mapping_) mapping_->release(p, n);
+}
+
 GgufFile GgufFile::open(const std::filesystem::path& path, const ReadLimits& limits) {
   GgufFile f;
   f.mapping_ = std::make_unique<Mapping>(path);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -49,6 +50,21 @@ GgufFile::Mapping::Mapping(const std::filesystem::path& path) {
 
 GgufFile::Mapping::~Mapping() {
   if (addr) ::munmap(addr, size);
+}
+
+void GgufFile::Mapping::release(const void* p, std::size_t n) const {
+  if (!addr || n == 0) return;
+  const auto begin = reinterpret_cast<std::uintptr_t>(addr);
+  const auto end = begin + size;
+  const auto from = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t lo = from > begin ? from : begin;
+  const std::uintptr_t hi = from + n < end && from + n > from ? from + n : end;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t first = (lo + page - 1) / page * page;
+  const std::uintptr_t last = hi / page * page;
+  // A private read-only file mapping: dropped pages are read again from the
+  // file. Advice only, so a failure changes nothing but memory use.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 }  // namespace lamina::gguf

@@ -16,6 +16,8 @@ struct GgufFile::Mapping {
   Mapping& operator=(const Mapping&) = delete;
 
   std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(addr), size}; }
+  // GgufFile::release_pages for this mapping.
+  void release(const void* p, std::size_t n) const;
 
   void* addr = nullptr;
   std::size_t size = 0;

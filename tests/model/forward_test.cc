@@ -284,7 +284,9 @@ TEST_P(ForwardPacking, PackedWeightsGiveTheUnpackedLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PackedFormats, ForwardPacking,
-                         ::testing::Values(quant::QuantFormat::Q2_K, quant::QuantFormat::Q4_0),
+                         ::testing::Values(quant::QuantFormat::Q2_K, quant::QuantFormat::Q3_K,
+                                           quant::QuantFormat::Q4_0, quant::QuantFormat::Q4_K,
+                                           quant::QuantFormat::Q5_K, quant::QuantFormat::IQ4_XS),
                          [](const auto& info) { return std::string(quant::format_traits(info.param).name); });
 
 TEST(ForwardErrors, RejectsBadInput) {

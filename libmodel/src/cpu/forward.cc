@@ -78,12 +78,15 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
       moe(c, o.max_batch) {
   if (options.max_batch == 0) throw ModelError("max_batch must be positive");
   if (options.pack_weights) {
+    // The file's pages of a packed matrix leave resident memory (the tied
+    // output's stay readable for the embedding lookups: they come back on use).
+    const auto pack = [&](const Matrix& m) {
+      if (linear.prepare(m)) model.file().release_pages(m.data, std::size_t{m.n_out} * m.row_bytes);
+    };
     for (const LayerWeights& l : w.layers) {
-      for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-        linear.prepare(*m);
-      }
+      for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*m);
     }
-    linear.prepare(w.output);
+    pack(w.output);
   }
   options.n_ctx = cache.n_ctx();
   const std::size_t B = options.max_batch;

@@ -29,9 +29,10 @@ void Linear::apply_exact(const Matrix& w, const float* x, std::size_t n_rows, fl
   });
 }
 
-void Linear::prepare(const Matrix& w) {
-  if (exact_ || !w || w.n_expert != 1 || !quant::packed_layout_is_faster(w.format) || packed_.count(w.data)) return;
-  packed_.emplace(w.data, quant::pack_weights(w.format, w.data, w.n_out, w.n_in, &pool_));
+bool Linear::prepare(const Matrix& w) {
+  if (exact_ || !w || w.n_expert != 1 || !quant::packed_layout_is_faster(w.format)) return false;
+  if (!packed_.count(w.data)) packed_.emplace(w.data, quant::pack_weights(w.format, w.data, w.n_out, w.n_in, &pool_));
+  return true;
 }
 
 const quant::PackedWeights* Linear::packed(const Matrix& w) const {

@@ -27,7 +27,8 @@ class Linear {
 
   // Packs w for the later products with it, if its format has a packed
   // layout that this CPU runs faster (and the products are not exact).
-  void prepare(const Matrix& w);
+  // Returns whether it did (then w's own bytes are no longer read).
+  bool prepare(const Matrix& w);
 
   void apply(const Matrix& w, const float* x, std::size_t n_rows, float* y);
   // The same for several matrices sharing one input (Q, K and V; gate and

@@ -91,6 +91,13 @@ class GgufFile {
   uint64_t file_size() const { return bytes_.size(); }
   std::span<const std::byte> bytes() const { return bytes_; }
 
+  // For data the caller has copied elsewhere and will rarely read again: the
+  // whole pages of [p, p + n) that lie in this file's mapping leave the
+  // process's resident memory (a later read brings them back from the file,
+  // unchanged). Does nothing for the parts outside the mapping, nor for a
+  // parsed or assembled file.
+  void release_pages(const void* p, std::size_t n) const;
+
   // Metadata in file order.
   const std::vector<KeyValue>& metadata() const { return metadata_; }
   const Value* find(std::string_view key) const;

@@ -36,7 +36,7 @@ void dot_q2_k_group(const PackedView& w, size_t g, const ActivationRow& a, float
   const size_t nb = w.blocks_per_row();
   const auto* blocks = reinterpret_cast<const PackedQ2_K*>(w.data) + g * nb;
   for (size_t r = 0; r < w.rows_in_group(g); ++r) {
-    float acc = 0.0f;
+    double acc = 0.0;
     for (size_t b = 0; b < nb; ++b) {
       const PackedQ2_K& p = blocks[b];
       int32_t isum = 0;
@@ -51,10 +51,10 @@ void dot_q2_k_group(const PackedView& w, size_t g, const ActivationRow& a, float
         msum += (p.sc[j][r] >> 4) * a.group_sums[16 * b + j];
       }
       const float da = a.scales[b];
-      acc = std::fma(static_cast<float>(isum), f16_to_f32(p.d[r]) * da, acc);
-      acc = std::fma(-static_cast<float>(msum), f16_to_f32(p.dmin[r]) * da, acc);
+      acc = add_block(acc, isum, p.d[r], da);
+      acc = add_block<true>(acc, msum, p.dmin[r], da);
     }
-    y[g * kPackedRows + r] = acc;
+    y[g * kPackedRows + r] = static_cast<float>(acc);
   }
 }
 
@@ -62,7 +62,7 @@ void dot_q4_0_group(const PackedView& w, size_t g, const ActivationRow& a, float
   const size_t nb = w.blocks_per_row();
   const auto* blocks = reinterpret_cast<const PackedQ4_0*>(w.data) + g * nb;
   for (size_t r = 0; r < w.rows_in_group(g); ++r) {
-    float acc = 0.0f;
+    double acc = 0.0;
     for (size_t b = 0; b < nb; ++b) {
       const PackedQ4_0& p = blocks[b];
       // The values are q - 8: start from -8 times the activations' sum.
@@ -74,9 +74,9 @@ void dot_q4_0_group(const PackedView& w, size_t g, const ActivationRow& a, float
           sum += static_cast<int32_t>(byte >> 4) * q8_0_value(a, b, 16 + 4 * t + k);
         }
       }
-      acc = std::fma(static_cast<float>(sum), f16_to_f32(p.d[r]) * a.lane_scales[b * kLanesPerBlock], acc);
+      acc = add_block(acc, sum, p.d[r], a.lane_scales[b * kLanesPerBlock]);
     }
-    y[g * kPackedRows + r] = acc;
+    y[g * kPackedRows + r] = static_cast<float>(acc);
   }
 }
 

@@ -65,7 +65,7 @@ void dot_group(const PackedView& w, size_t g, const ActivationRow& a, float* y, 
   const size_t nb = w.blocks_per_row();
   const auto* blocks = reinterpret_cast<const Packed*>(w.data) + g * nb;
   for (size_t r = 0; r < w.rows_in_group(g); ++r) {
-    float acc = 0.0f;
+    double acc = 0.0;
     for (size_t b = 0; b < nb; ++b) {
       const Packed& p = blocks[b];
       int32_t isum = 0;
@@ -79,10 +79,10 @@ void dot_group(const PackedView& w, size_t g, const ActivationRow& a, float* y, 
         msum += p.mn[s][r] * (a.group_sums[16 * b + 2 * s] + a.group_sums[16 * b + 2 * s + 1]);
       }
       const float da = a.scales[b];
-      acc = std::fma(static_cast<float>(isum), f16_to_f32(p.d[r]) * da, acc);
-      acc = std::fma(-static_cast<float>(msum), f16_to_f32(p.dmin[r]) * da, acc);
+      acc = add_block(acc, isum, p.d[r], da);
+      acc = add_block<true>(acc, msum, p.dmin[r], da);
     }
-    y[g * kPackedRows + r] = acc;
+    y[g * kPackedRows + r] = static_cast<float>(acc);
   }
 }
 
@@ -90,7 +90,7 @@ void dot_iq4_xs(const PackedView& w, size_t g, const ActivationRow& a, float* y)
   const size_t nb = w.blocks_per_row();
   const auto* blocks = reinterpret_cast<const PackedIQ4_XS*>(w.data) + g * nb;
   for (size_t r = 0; r < w.rows_in_group(g); ++r) {
-    float acc = 0.0f;
+    double acc = 0.0;
     for (size_t b = 0; b < nb; ++b) {
       const PackedIQ4_XS& p = blocks[b];
       int32_t isum = 0;
@@ -102,9 +102,9 @@ void dot_iq4_xs(const PackedView& w, size_t g, const ActivationRow& a, float* y)
         }
         isum += p.sc[s][r] * sub;
       }
-      acc = std::fma(static_cast<float>(isum), f16_to_f32(p.d[r]) * a.scales[b], acc);
+      acc = add_block(acc, isum, p.d[r], a.scales[b]);
     }
-    y[g * kPackedRows + r] = acc;
+    y[g * kPackedRows + r] = static_cast<float>(acc);
   }
 }
 
@@ -112,7 +112,7 @@ void dot_q3_k(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
   const size_t nb = w.blocks_per_row();
   const auto* blocks = reinterpret_cast<const PackedQ3_K*>(w.data) + g * nb;
   for (size_t r = 0; r < w.rows_in_group(g); ++r) {
-    float acc = 0.0f;
+    double acc = 0.0;
     for (size_t b = 0; b < nb; ++b) {
       const PackedQ3_K& p = blocks[b];
       int32_t isum = 0;
@@ -129,9 +129,9 @@ void dot_q3_k(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
         }
         isum += p.sc[j / 2][2 * r + j % 2] * sub;
       }
-      acc = std::fma(static_cast<float>(isum), f16_to_f32(p.d[r]) * a.scales[b], acc);
+      acc = add_block(acc, isum, p.d[r], a.scales[b]);
     }
-    y[g * kPackedRows + r] = acc;
+    y[g * kPackedRows + r] = static_cast<float>(acc);
   }
 }
 

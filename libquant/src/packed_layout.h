@@ -3,6 +3,7 @@
 // kernels of CPUs without them).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -10,6 +11,7 @@
 #include "lamina/quant/activations.h"
 #include "lamina/quant/blocks.h"
 #include "lamina/quant/format.h"
+#include "lamina/quant/half.h"
 #include "lamina/quant/thread_pool.h"
 
 namespace lamina::quant::detail {
@@ -141,10 +143,18 @@ void pack_q4_k_group(const BlockQ4_K* rows, size_t n_rows, size_t blocks_per_row
 void pack_q5_k_group(const BlockQ5_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ5_K* out);
 void pack_iq4_xs_group(const BlockIQ4_XS* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedIQ4_XS* out);
 
+// acc + sum * d * da (acc - ... with kSubtract) in f64, the SIMD kernels'
+// operations on one lane (d an f16 weight factor, da the activation's).
+template <bool kSubtract = false>
+inline double add_block(double acc, int32_t sum, uint16_t d, float da) {
+  const double s = kSubtract ? -static_cast<double>(sum) : static_cast<double>(sum);
+  return std::fma(s, static_cast<double>(f16_to_f32(d)) * static_cast<double>(da), acc);
+}
+
 // Outputs 16 * g .. 16 * g + rows_in_group(g) of activation row `a` into
 // y[o] for output o, in the scalar form of the SIMD kernel's operations:
-// per row, f32 fused multiply-adds of the exact integer block sums, block by
-// block.
+// per row, f64 fused multiply-adds of the exact integer block sums, block by
+// block, rounded to f32 at the end.
 void dot_packed_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
 void dot_packed_q3_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
 void dot_packed_q4_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);

@@ -51,7 +51,7 @@ inline constexpr __mmask64 kBytes0And2 = 0x5555555555555555ull;
 // unpacks sub-block s into lo[t] (values 4t..4t+3 per lane) and hi[t]
 // (16 + 4t ..); kChains dot chains of 32 / kChains values each.
 template <size_t kChains, size_t R, class Block, class Values>
-HWY_INLINE void AccumulateK45(const Block& p, const detail::ActivationRow* rows, size_t b, __m512* acc,
+HWY_INLINE void AccumulateK45(const Block& p, const detail::ActivationRow* rows, size_t b, Acc64* acc,
                               Values values) {
   __m512i sc4[2], mn4[2], index[4];
   for (size_t h = 0; h < 2; ++h) {
@@ -83,16 +83,15 @@ HWY_INLINE void AccumulateK45(const Block& p, const detail::ActivationRow* rows,
   const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p.d)));
   const __m512 dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p.dmin)));
   for (size_t r = 0; r < R; ++r) {
-    const __m512 da = _mm512_set1_ps(rows[r].scales[b]);
-    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, da), acc[r]);
-    acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[r]), _mm512_mul_ps(dmin, da), acc[r]);
+    AddBlock(acc[r], isum[r], d, rows[r].scales[b]);
+    AddBlock<true>(acc[r], msum[r], dmin, rows[r].scales[b]);
   }
 }
 
 struct PackedKernelQ4_K {
   using Block = detail::PackedQ4_K;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, __m512* acc) {
+  static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, Acc64* acc) {
     const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
     const __m512i high_to_low = _mm512_set1_epi64(BitMoveMatrix<4, 0>(4));
     AccumulateK45<2, R>(p, rows, b, acc, [&](const Block& blk, size_t s, __m512i* lo, __m512i* hi) HWY_ATTR {
@@ -108,7 +107,7 @@ struct PackedKernelQ4_K {
 struct PackedKernelQ5_K {
   using Block = detail::PackedQ5_K;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, __m512* acc) {
+  static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, Acc64* acc) {
     const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
     const __m512i high_to_low = _mm512_set1_epi64(BitMoveMatrix<4, 0>(4));
     AccumulateK45<4, R>(p, rows, b, acc, [&](const Block& blk, size_t s, __m512i* lo, __m512i* hi) HWY_ATTR {
@@ -129,7 +128,7 @@ struct PackedKernelQ5_K {
 struct PackedKernelQ3_K {
   using Block = detail::PackedQ3_K;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, __m512* acc) {
+  static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, Acc64* acc) {
     const __m512i bits[4] = {_mm512_set1_epi64(BitMoveMatrix<2, 0>(0)), _mm512_set1_epi64(BitMoveMatrix<2, 0>(2)),
                              _mm512_set1_epi64(BitMoveMatrix<2, 0>(4)), _mm512_set1_epi64(BitMoveMatrix<2, 0>(6))};
     const __m512i four = _mm512_set1_epi8(4);
@@ -167,8 +166,7 @@ struct PackedKernelQ3_K {
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.d)));
     for (size_t r = 0; r < R; ++r) {
-      const __m512 da = _mm512_set1_ps(rows[r].scales[b]);
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, da), acc[r]);
+      AddBlock(acc[r], isum[r], d, rows[r].scales[b]);
     }
   }
 };
@@ -176,7 +174,7 @@ struct PackedKernelQ3_K {
 struct PackedKernelIQ4_XS {
   using Block = detail::PackedIQ4_XS;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, __m512* acc) {
+  static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, Acc64* acc) {
     alignas(64) static constexpr std::array<uint8_t, 64> kCodes = [] {
       std::array<uint8_t, 64> t{};
       for (size_t i = 0; i < 64; ++i) t[i] = static_cast<uint8_t>(kIQ4NLValues[i % 16] + 128);
@@ -209,8 +207,7 @@ struct PackedKernelIQ4_XS {
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.d)));
     for (size_t r = 0; r < R; ++r) {
-      const __m512 da = _mm512_set1_ps(rows[r].scales[b]);
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, da), acc[r]);
+      AddBlock(acc[r], isum[r], d, rows[r].scales[b]);
     }
   }
 };

@@ -99,6 +99,7 @@ BenchRun run_benchmarks(const BenchOptions& o, std::ostream& progress) {
     fo.max_batch = static_cast<uint32_t>(o.batch_size);
     fo.kv_type = o.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
     fo.n_threads = threads;
+    fo.pack_weights = o.pack_weights;
     model::GpuOptions gpu;
     gpu.device = o.gpu_index;
     gpu.parity_check = o.parity_check;

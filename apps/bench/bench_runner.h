@@ -19,6 +19,7 @@ struct BenchOptions {
   std::string device = "cpu";  // cpu, cuda or auto
   int gpu_index = 0;
   bool parity_check = true;
+  bool pack_weights = true;  // CPU: rearrange weights for the faster kernels
   bool cuda_graphs = true;
 };
 

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   app.add_option("--gpu", o.gpu_index, "CUDA device index")->check(CLI::Range(0, 64));
   app.add_flag("!--no-parity-check", o.parity_check, "skip the CPU/GPU comparison at load");
+  app.add_flag("!--no-pack", o.pack_weights,
+               "CPU: run the weights in the file's layout instead of packing them at load for faster kernels");
   app.add_flag("!--no-cuda-graphs", o.cuda_graphs, "launch the GPU decode step eagerly instead of as a CUDA graph");
   app.add_option("-o,--output", output, "md, json or csv")->check(CLI::IsMember({"md", "json", "csv"}));
   try {

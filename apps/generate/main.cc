@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   app.add_option("--gpu", o.gpu_index, "CUDA device index")->check(CLI::Range(0, 64));
   app.add_flag("!--no-parity-check", o.parity_check, "skip the CPU/GPU comparison at load");
+  app.add_flag("!--no-pack", o.pack_weights,
+               "CPU: run the weights in the file's layout instead of packing them at load for faster kernels");
   app.add_option("--parity-min-cosine", o.parity_min_cosine,
                  "logits cosine the GPU must reach against the CPU at load (default: 0.9999 for float weights, "
                  "0.99 for quantized)")

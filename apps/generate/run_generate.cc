@@ -103,6 +103,7 @@ int run(const Options& o) {
   model::ForwardOptions fo;
   fo.n_ctx = o.n_ctx;
   fo.n_threads = o.n_threads;
+  fo.pack_weights = o.pack_weights;
   fo.max_batch = static_cast<uint32_t>(o.batch_size);
   fo.kv_type = o.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
   model::GpuOptions gpu;

@@ -27,6 +27,7 @@ struct Options {
   std::string device = "cpu";  // cpu, cuda or auto
   int gpu_index = 0;
   bool parity_check = true;
+  bool pack_weights = true;  // CPU: rearrange weights for the faster kernels
   double parity_min_cosine = 0;  // 0: by weight type
   bool cuda_graphs = true;
   std::string kv_type = "f32";

@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--gpu", o.gpu_index, "CUDA device index")->check(CLI::Range(0, 64));
   app.add_flag("!--no-parity-check", o.parity_check, "skip the CPU/GPU comparison at load");
+  app.add_flag("!--no-pack", o.pack_weights,
+               "CPU: run the weights in the file's layout instead of packing them at load for faster kernels");
   app.add_option("--chat-template", o.chat_template,
                  "chat format instead of the model's template: chatml, llama2, llama3, mistral, phi3, gemma");
   auto* key = app.add_option("--api-key", srv.api_key, "require 'Authorization: Bearer <key>' (not for /health)");

@@ -106,6 +106,7 @@ int run_server(AppOptions o) {
   fo.n_seq = o.n_parallel;
   fo.max_batch = o.batch_size;
   fo.n_threads = o.n_threads;
+  fo.pack_weights = o.pack_weights;
   fo.kv_type = o.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
   model::GpuOptions gpu;
   gpu.device = o.gpu_index;

@@ -20,6 +20,7 @@ struct AppOptions {
   std::string device = "cpu";  // cpu, cuda or auto
   int gpu_index = 0;
   bool parity_check = true;
+  bool pack_weights = true;  // CPU: rearrange weights for the faster kernels
   bool prefix_cache = true;
   uint32_t max_queue = 256;
   std::string chat_template;   // a built-in family instead of the model's template

@@ -15,15 +15,6 @@ namespace detail {
 
 namespace {
 
-// Value i (0..255) of a Q2_K super-block: 2 bits of qs, as ggml lays them
-// out (each 128-value half: 32 bytes, bit pair n holding values 32n ..
-// 32n + 31).
-unsigned q2_k_value(const BlockQ2_K& b, size_t i) {
-  const size_t half = i / 128;
-  const size_t k = i % 128;
-  return (b.qs[32 * half + k % 32] >> (2 * (k / 32))) & 3u;
-}
-
 // Value j (0..31) of block b of a Q8_0 activation row, in the kernels'
 // layout (activations_access.h): groups of 4 blocks, first values 0..15 of
 // each, then values 16..31 of each.
@@ -92,9 +83,8 @@ void pack_q2_k_group(const BlockQ2_K* rows, size_t n_rows, size_t blocks_per_row
       p.dmin[r] = row[b].dmin;
       for (size_t j = 0; j < kQK_K / 16; ++j) {
         p.sc[j][r] = row[b].scales[j];
-        for (size_t v = 0; v < 16; ++v) {
-          p.qs[j][4 * r + v % 4] |= static_cast<uint8_t>(q2_k_value(row[b], 16 * j + v) << (2 * (v / 4)));
-        }
+        const uint32_t word = gather_q2_k_sub_block(row[b].qs, j);
+        std::memcpy(p.qs[j] + 4 * r, &word, 4);
       }
     }
   }

@@ -11,13 +11,6 @@ namespace lamina::quant::detail {
 
 namespace {
 
-// The 4-bit part of value v (0..255) of a Q4_K/Q5_K super-block: each 64
-// values share 32 bytes, the first 32 in the low nibbles.
-unsigned nibble(const uint8_t* qs, size_t v) {
-  const uint8_t byte = qs[32 * (v / 64) + v % 32];
-  return (v % 64) < 32 ? byte & 15u : byte >> 4;
-}
-
 // The nibble bytes of sub-block s.
 uint8_t (&nibbles(PackedQ4_K& p, size_t s))[4][4 * kPackedRows] { return p.qs[s]; }
 uint8_t (&nibbles(PackedQ5_K& p, size_t s))[4][4 * kPackedRows] { return p.sub[s].qs; }
@@ -29,10 +22,15 @@ void pack_common(const Block& in, size_t r, Packed& p) {
   p.dmin[r] = in.dmin;
   for (size_t s = 0; s < kQK_K / 32; ++s) {
     ref::unpack_k4_scale_min(in.scales, static_cast<int>(s), p.sc[s][r], p.mn[s][r]);
-    for (size_t i = 0; i < 16; ++i) {
-      const size_t t = i / 4;
-      const size_t k = i % 4;
-      nibbles(p, s)[t][4 * r + k] = static_cast<uint8_t>(nibble(in.qs, 32 * s + i) | nibble(in.qs, 32 * s + 16 + i) << 4);
+    // Sub-blocks 2p and 2p + 1 share 32 bytes: the low nibbles hold the
+    // first one's values, the high nibbles the second's.
+    const uint8_t* src = in.qs + 32 * (s / 2);
+    for (size_t t = 0; t < 4; ++t) {
+      const uint32_t first = load_word(src + 4 * t);
+      const uint32_t second = load_word(src + 16 + 4 * t);
+      const uint32_t word = s % 2 == 0 ? (first & 0x0F0F0F0Fu) | (second & 0x0F0F0F0Fu) << 4
+                                       : ((first >> 4) & 0x0F0F0F0Fu) | (second & 0xF0F0F0F0u);
+      std::memcpy(nibbles(p, s)[t] + 4 * r, &word, 4);
     }
   }
 }
@@ -143,14 +141,13 @@ void pack_q3_k_group(const BlockQ3_K* rows, size_t n_rows, size_t blocks_per_row
     for (size_t j = 0; j < kQK_K / 16; ++j) {
       PackedQ3_K::Pair& pair = p.pair[j / 2];
       p.sc[j / 2][2 * r + j % 2] = static_cast<int8_t>(ref::unpack_q3k_scale(in.scales, static_cast<int>(j)));
-      for (size_t v = 0; v < 16; ++v) {
-        const size_t i = 16 * j + v;
-        const size_t s = v / 4;
-        const size_t byte = 4 * r + v % 4;
-        const unsigned low = (in.qs[32 * (i / 128) + i % 32] >> (2 * ((i % 128) / 32))) & 3u;
-        const uint64_t high = (in.hmask[i % 32] >> (i / 32)) & 1u;
-        pair.qs[j % 2][byte] |= static_cast<uint8_t>(low << (2 * s));
-        pair.high[j % 2][s] |= high << byte;
+      const uint32_t low = gather_q2_k_sub_block(in.qs, j);
+      std::memcpy(pair.qs[j % 2] + 4 * r, &low, 4);
+      // Value i's third bit is bit i / 32 of hmask[i % 32].
+      for (size_t s = 0; s < 4; ++s) {
+        const uint32_t bits = (load_word(in.hmask + 16 * (j % 2) + 4 * s) >> (j / 2)) & 0x01010101u;
+        const uint64_t nibble = (bits | bits >> 7 | bits >> 14 | bits >> 21) & 0xFu;
+        pair.high[j % 2][s] |= nibble << (4 * r);
       }
     }
   });
@@ -168,13 +165,14 @@ void pack_q4_k_group(const BlockQ4_K* rows, size_t n_rows, size_t blocks_per_row
 void pack_q5_k_group(const BlockQ5_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ5_K* out) {
   pack_group(rows, n_rows, blocks_per_row, g, out, [](const BlockQ5_K& in, size_t r, PackedQ5_K& p) {
     pack_common(in, r, p);
+    // Bit s of qh[i] is the fifth bit of value i of sub-block s.
     for (size_t s = 0; s < kQK_K / 32; ++s) {
-      for (size_t i = 0; i < 32; ++i) {
-        const size_t v = 32 * s + i;
-        const unsigned high = (in.qh[v % 32] >> (v / 32)) & 1u;
-        const size_t bit = i < 16 ? i / 4 : 4 + (i - 16) / 4;
-        p.sub[s].qh[4 * r + i % 4] |= static_cast<uint8_t>(high << bit);
+      uint32_t word = 0;
+      for (unsigned t = 0; t < 4; ++t) {
+        word |= ((load_word(in.qh + 4 * t) >> s) & 0x01010101u) << t;
+        word |= ((load_word(in.qh + 16 + 4 * t) >> s) & 0x01010101u) << (4 + t);
       }
+      std::memcpy(p.sub[s].qh + 4 * r, &word, 4);
     }
   });
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "activations_access.h"
 #include "lamina/quant/activations.h"
@@ -116,6 +117,26 @@ inline size_t packed_block_bytes(QuantFormat format) {
     case QuantFormat::IQ4_XS: return sizeof(PackedIQ4_XS);
     default: return 0;
   }
+}
+
+// Packing helpers on 32-bit words (byte k of a word is byte k in memory).
+inline uint32_t load_word(const uint8_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, 4);
+  return w;
+}
+
+// Row r's word of packed sub-block j (16 values) from ggml's 2-bit layout
+// (Q2_K qs, Q3_K's low bits): each 128-value half is 32 bytes whose bit pair
+// n holds values 32n .. 32n + 31, so sub-block j's values are bit pair
+// (j % 8) / 2 of 16 consecutive bytes; value 4s + k goes to bits 2s of
+// byte k.
+inline uint32_t gather_q2_k_sub_block(const uint8_t* qs, size_t j) {
+  const uint8_t* src = qs + 32 * (j / 8) + 16 * (j % 2);
+  const unsigned shift = static_cast<unsigned>(2 * ((j % 8) / 2));
+  uint32_t word = 0;
+  for (unsigned s = 0; s < 4; ++s) word |= ((load_word(src + 4 * s) >> shift) & 0x03030303u) << (2 * s);
+  return word;
 }
 
 // A matrix in a packed layout, as the kernels see it.

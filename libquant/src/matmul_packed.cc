@@ -53,6 +53,7 @@ void Groups(const detail::PackedView& w, const QuantizedActivations& x, float* y
       case QuantFormat::Q2_K: return SimdGroups<dl::packed::PackedKernelQ2_K>(w, x, y, begin, end);
       case QuantFormat::Q3_K: return SimdGroups<dl::packed::PackedKernelQ3_K>(w, x, y, begin, end);
       case QuantFormat::Q4_0: return SimdGroups<dl::packed::PackedKernelQ4_0>(w, x, y, begin, end);
+      case QuantFormat::Q8_0: return SimdGroups<dl::packed::PackedKernelQ8_0>(w, x, y, begin, end);
       case QuantFormat::Q4_K: return SimdGroups<dl::packed::PackedKernelQ4_K>(w, x, y, begin, end);
       case QuantFormat::Q5_K: return SimdGroups<dl::packed::PackedKernelQ5_K>(w, x, y, begin, end);
       default: return SimdGroups<dl::packed::PackedKernelIQ4_XS>(w, x, y, begin, end);

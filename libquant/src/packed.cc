@@ -71,7 +71,36 @@ void dot_q4_0_group(const PackedView& w, size_t g, const ActivationRow& a, float
   }
 }
 
+void dot_q8_0_group(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
+  const size_t nb = w.blocks_per_row();
+  const auto* blocks = reinterpret_cast<const PackedQ8_0*>(w.data) + g * nb;
+  for (size_t r = 0; r < w.rows_in_group(g); ++r) {
+    double acc = 0.0;
+    for (size_t b = 0; b < nb; ++b) {
+      const PackedQ8_0& p = blocks[b];
+      // The stored values are q + 128: start from -128 times the sum.
+      int32_t sum = 128 * a.lane_neg_sums[b * kLanesPerBlock];
+      for (size_t i = 0; i < kQK; ++i) sum += p.qs[i / 4][4 * r + i % 4] * q8_0_value(a, b, i);
+      acc = add_block(acc, sum, p.d[r], a.lane_scales[b * kLanesPerBlock]);
+    }
+    y[g * kPackedRows + r] = static_cast<float>(acc);
+  }
+}
+
 }  // namespace
+
+void pack_q8_0_group(const BlockQ8_0* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ8_0* out) {
+  std::memset(out, 0, blocks_per_row * sizeof(PackedQ8_0));
+  for (size_t r = 0; r < kPackedRows && g * kPackedRows + r < n_rows; ++r) {
+    const BlockQ8_0* row = rows + (g * kPackedRows + r) * blocks_per_row;
+    for (size_t b = 0; b < blocks_per_row; ++b) {
+      out[b].d[r] = row[b].d;
+      for (size_t i = 0; i < kQK; ++i) {
+        out[b].qs[i / 4][4 * r + i % 4] = static_cast<uint8_t>(static_cast<int>(row[b].qs[i]) + 128);
+      }
+    }
+  }
+}
 
 void pack_q2_k_group(const BlockQ2_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ2_K* out) {
   std::memset(out, 0, blocks_per_row * sizeof(PackedQ2_K));
@@ -108,6 +137,7 @@ void dot_packed_group_scalar(const PackedView& w, size_t g, const ActivationRow&
     case QuantFormat::Q2_K: return dot_q2_k_group(w, g, a, y);
     case QuantFormat::Q3_K: return dot_packed_q3_k_group_scalar(w, g, a, y);
     case QuantFormat::Q4_0: return dot_q4_0_group(w, g, a, y);
+    case QuantFormat::Q8_0: return dot_q8_0_group(w, g, a, y);
     case QuantFormat::Q4_K: return dot_packed_q4_k_group_scalar(w, g, a, y);
     case QuantFormat::Q5_K: return dot_packed_q5_k_group_scalar(w, g, a, y);
     case QuantFormat::IQ4_XS: return dot_packed_iq4_xs_group_scalar(w, g, a, y);
@@ -168,6 +198,9 @@ PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size
       break;
     case QuantFormat::Q4_0:
       pack_all<BlockQ4_0, detail::PackedQ4_0>(w, view, out, pool, detail::pack_q4_0_group);
+      break;
+    case QuantFormat::Q8_0:
+      pack_all<BlockQ8_0, detail::PackedQ8_0>(w, view, out, pool, detail::pack_q8_0_group);
       break;
     case QuantFormat::Q4_K:
       pack_all<BlockQ4_K, detail::PackedQ4_K>(w, view, out, pool, detail::pack_q4_k_group);

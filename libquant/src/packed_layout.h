@@ -45,6 +45,15 @@ struct PackedQ4_0 {
 };
 static_assert(sizeof(PackedQ4_0) == kPackedRows * sizeof(BlockQ4_0));
 
+// One block (32 values) of 16 Q8_0 rows: row r's word of qs[t] holds values
+// 4t .. 4t + 3 plus 128 (unsigned, for VNNI). Blocks are not 64-byte
+// aligned.
+struct PackedQ8_0 {
+  uint8_t qs[kQK / 4][4 * kPackedRows];
+  uint16_t d[kPackedRows];
+};
+static_assert(sizeof(PackedQ8_0) == kPackedRows * sizeof(BlockQ8_0));
+
 // One super-block of 16 Q4_K rows. Sub-block s (values 32s .. 32s + 31):
 // qs[s][t] holds, in row r's word (bytes 4r .. 4r + 3), values 4t .. 4t + 3
 // in the low nibbles and 16 + 4t .. 16 + 4t + 3 in the high ones. The 6-bit
@@ -112,6 +121,7 @@ inline size_t packed_block_bytes(QuantFormat format) {
     case QuantFormat::Q2_K: return sizeof(PackedQ2_K);
     case QuantFormat::Q3_K: return sizeof(PackedQ3_K);
     case QuantFormat::Q4_0: return sizeof(PackedQ4_0);
+    case QuantFormat::Q8_0: return sizeof(PackedQ8_0);
     case QuantFormat::Q4_K: return sizeof(PackedQ4_K);
     case QuantFormat::Q5_K: return sizeof(PackedQ5_K);
     case QuantFormat::IQ4_XS: return sizeof(PackedIQ4_XS);
@@ -160,6 +170,7 @@ struct PackedView {
 void pack_q2_k_group(const BlockQ2_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ2_K* out);
 void pack_q3_k_group(const BlockQ3_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ3_K* out);
 void pack_q4_0_group(const BlockQ4_0* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_0* out);
+void pack_q8_0_group(const BlockQ8_0* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ8_0* out);
 void pack_q4_k_group(const BlockQ4_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_K* out);
 void pack_q5_k_group(const BlockQ5_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ5_K* out);
 void pack_iq4_xs_group(const BlockIQ4_XS* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedIQ4_XS* out);

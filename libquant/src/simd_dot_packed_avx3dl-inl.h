@@ -13,6 +13,7 @@
 // Q4_0, per block (32 values of 16 rows, 4 x 64 bytes): the low and the high
 // nibbles of each register are 4 consecutive values per lane; eight VNNI
 // dots on top of -8 times the activations' sum make the exact block sum.
+// Q8_0 stores its values plus 128 and starts from -128 times the sum.
 
 #if defined(LAMINA_QUANT_SIMD_DOT_PACKED_AVX3DL_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LAMINA_QUANT_SIMD_DOT_PACKED_AVX3DL_INL_H_
@@ -160,6 +161,28 @@ struct PackedKernelQ4_0 {
       for (size_t t = 0; t < 4; ++t) {
         sum = DpbusdBroadcast(sum, lo[t], a + 4 * t);
         sum = DpbusdBroadcast(sum, hi[t], a + detail::kGroupValues / 2 + 4 * t);
+      }
+      AddBlock(acc[r], sum, d, rows[r].lane_scales[b * detail::kLanesPerBlock]);
+    }
+  }
+};
+
+struct PackedKernelQ8_0 {
+  using Block = detail::PackedQ8_0;
+  template <size_t R>
+  static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, Acc64* acc) {
+    PrefetchAhead<sizeof(Block)>(&p);
+    __m512i q[8];
+    for (size_t t = 0; t < 8; ++t) q[t] = _mm512_loadu_si512(p.qs[t]);
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.d)));
+    const size_t first = detail::kGroupValues * (b / detail::kGroupBlocks) + 16 * (b % detail::kGroupBlocks);
+    for (size_t r = 0; r < R; ++r) {
+      const int8_t* a = rows[r].values + first;
+      // The stored values are q + 128: start from -128 times the sum.
+      __m512i sum = _mm512_slli_epi32(_mm512_set1_epi32(rows[r].lane_neg_sums[b * detail::kLanesPerBlock]), 7);
+      for (size_t t = 0; t < 4; ++t) {
+        sum = DpbusdBroadcast(sum, q[t], a + 4 * t);
+        sum = DpbusdBroadcast(sum, q[4 + t], a + detail::kGroupValues / 2 + 4 * t);
       }
       AddBlock(acc[r], sum, d, rows[r].lane_scales[b * detail::kLanesPerBlock]);
     }

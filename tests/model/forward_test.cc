@@ -283,7 +283,8 @@ TEST_P(ForwardPacking, PackedWeightsMatchTheOracle) {
 
 INSTANTIATE_TEST_SUITE_P(PackedFormats, ForwardPacking,
                          ::testing::Values(quant::QuantFormat::Q2_K, quant::QuantFormat::Q3_K,
-                                           quant::QuantFormat::Q4_0, quant::QuantFormat::Q4_K,
+                                           quant::QuantFormat::Q4_0, quant::QuantFormat::Q8_0,
+                                           quant::QuantFormat::Q4_K,
                                            quant::QuantFormat::Q5_K, quant::QuantFormat::IQ4_XS),
                          [](const auto& info) { return std::string(quant::format_traits(info.param).name); });
 

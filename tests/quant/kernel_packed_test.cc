@@ -43,6 +43,7 @@ class KernelPacked : public hwy::TestWithParamTargetAndT<QuantFormat> {
   }
 };
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P_T(KernelPacked, ::testing::Values(QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_0,
+                                                                      QuantFormat::Q8_0,
                                                                       QuantFormat::Q4_K, QuantFormat::Q5_K,
                                                                       QuantFormat::IQ4_XS));
 

@@ -4,10 +4,11 @@
 // its 32-bit lanes accumulates one output (no per-block horizontal sums, and
 // the per-block scaling done for 16 rows at once).
 //
-// Q2_K, Q4_0, Q4_K and Q5_K have packed layouts today. A packed group of 16
-// rows takes the bytes of the 16 rows it holds (Q4_K and Q5_K: 64 more per
-// super-block, their 6-bit scales and mins stored as bytes); the last group
-// of a matrix is padded with zero rows.
+// Q4_0, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and IQ4_XS have packed layouts. A
+// packed group of 16 rows takes the bytes of the 16 rows it holds, plus, for
+// the formats whose 6-bit scales are stored as bytes, 64 (Q3_K, Q4_K, Q5_K)
+// or 32 (IQ4_XS) per super-block of 16 rows (1.5-3.6%); the last group of a
+// matrix is padded with zero rows.
 #pragma once
 
 #include <cstddef>

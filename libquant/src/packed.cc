@@ -24,112 +24,75 @@ int q8_0_value(const ActivationRow& a, size_t b, size_t j) {
 }
 
 void dot_q2_k_group(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
-  const size_t nb = w.blocks_per_row();
-  const auto* blocks = reinterpret_cast<const PackedQ2_K*>(w.data) + g * nb;
-  for (size_t r = 0; r < w.rows_in_group(g); ++r) {
-    double acc = 0.0;
-    for (size_t b = 0; b < nb; ++b) {
-      const PackedQ2_K& p = blocks[b];
-      int32_t isum = 0;
-      int32_t msum = 0;
-      for (size_t j = 0; j < kQK_K / 16; ++j) {
-        int32_t sub = 0;  // the 16 products of the sub-block
-        for (size_t v = 0; v < 16; ++v) {
-          const int q = (p.qs[j][4 * r + v % 4] >> (2 * (v / 4))) & 3;
-          sub += q * a.values[kQK_K * b + 16 * j + v];
-        }
-        isum += (p.sc[j][r] & 15) * sub;
-        msum += (p.sc[j][r] >> 4) * a.group_sums[16 * b + j];
+  scalar_group<PackedQ2_K>(w, g, y, [&](const PackedQ2_K& p, size_t r, size_t b, double acc) {
+    int32_t isum = 0;
+    int32_t msum = 0;
+    for (size_t j = 0; j < kQK_K / 16; ++j) {
+      int32_t sub = 0;  // the 16 products of the sub-block
+      for (size_t v = 0; v < 16; ++v) {
+        const int q = (p.qs[j][4 * r + v % 4] >> (2 * (v / 4))) & 3;
+        sub += q * a.values[kQK_K * b + 16 * j + v];
       }
-      const float da = a.scales[b];
-      acc = add_block(acc, isum, p.d[r], da);
-      acc = add_block<true>(acc, msum, p.dmin[r], da);
+      isum += (p.sc[j][r] & 15) * sub;
+      msum += (p.sc[j][r] >> 4) * a.group_sums[16 * b + j];
     }
-    y[g * kPackedRows + r] = static_cast<float>(acc);
-  }
+    const float da = a.scales[b];
+    return add_block<true>(add_block(acc, isum, p.d[r], da), msum, p.dmin[r], da);
+  });
 }
 
 void dot_q4_0_group(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
-  const size_t nb = w.blocks_per_row();
-  const auto* blocks = reinterpret_cast<const PackedQ4_0*>(w.data) + g * nb;
-  for (size_t r = 0; r < w.rows_in_group(g); ++r) {
-    double acc = 0.0;
-    for (size_t b = 0; b < nb; ++b) {
-      const PackedQ4_0& p = blocks[b];
-      // The values are q - 8: start from -8 times the activations' sum.
-      int32_t sum = 8 * a.lane_neg_sums[b * kLanesPerBlock];
-      for (size_t t = 0; t < kQK / 8; ++t) {
-        for (size_t k = 0; k < 4; ++k) {
-          const unsigned byte = p.qs[t][4 * r + k];
-          sum += static_cast<int32_t>(byte & 15) * q8_0_value(a, b, 4 * t + k);
-          sum += static_cast<int32_t>(byte >> 4) * q8_0_value(a, b, 16 + 4 * t + k);
-        }
+  scalar_group<PackedQ4_0>(w, g, y, [&](const PackedQ4_0& p, size_t r, size_t b, double acc) {
+    // The values are q - 8: start from -8 times the activations' sum.
+    int32_t sum = 8 * a.lane_neg_sums[b * kLanesPerBlock];
+    for (size_t t = 0; t < kQK / 8; ++t) {
+      for (size_t k = 0; k < 4; ++k) {
+        const unsigned byte = p.qs[t][4 * r + k];
+        sum += static_cast<int32_t>(byte & 15) * q8_0_value(a, b, 4 * t + k);
+        sum += static_cast<int32_t>(byte >> 4) * q8_0_value(a, b, 16 + 4 * t + k);
       }
-      acc = add_block(acc, sum, p.d[r], a.lane_scales[b * kLanesPerBlock]);
     }
-    y[g * kPackedRows + r] = static_cast<float>(acc);
-  }
+    return add_block(acc, sum, p.d[r], a.lane_scales[b * kLanesPerBlock]);
+  });
 }
 
 void dot_q8_0_group(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
-  const size_t nb = w.blocks_per_row();
-  const auto* blocks = reinterpret_cast<const PackedQ8_0*>(w.data) + g * nb;
-  for (size_t r = 0; r < w.rows_in_group(g); ++r) {
-    double acc = 0.0;
-    for (size_t b = 0; b < nb; ++b) {
-      const PackedQ8_0& p = blocks[b];
-      // The stored values are q + 128: start from -128 times the sum.
-      int32_t sum = 128 * a.lane_neg_sums[b * kLanesPerBlock];
-      for (size_t i = 0; i < kQK; ++i) sum += p.qs[i / 4][4 * r + i % 4] * q8_0_value(a, b, i);
-      acc = add_block(acc, sum, p.d[r], a.lane_scales[b * kLanesPerBlock]);
-    }
-    y[g * kPackedRows + r] = static_cast<float>(acc);
-  }
+  scalar_group<PackedQ8_0>(w, g, y, [&](const PackedQ8_0& p, size_t r, size_t b, double acc) {
+    // The stored values are q + 128: start from -128 times the sum.
+    int32_t sum = 128 * a.lane_neg_sums[b * kLanesPerBlock];
+    for (size_t i = 0; i < kQK; ++i) sum += p.qs[i / 4][4 * r + i % 4] * q8_0_value(a, b, i);
+    return add_block(acc, sum, p.d[r], a.lane_scales[b * kLanesPerBlock]);
+  });
 }
 
 }  // namespace
 
 void pack_q8_0_group(const BlockQ8_0* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ8_0* out) {
-  std::memset(out, 0, blocks_per_row * sizeof(PackedQ8_0));
-  for (size_t r = 0; r < kPackedRows && g * kPackedRows + r < n_rows; ++r) {
-    const BlockQ8_0* row = rows + (g * kPackedRows + r) * blocks_per_row;
-    for (size_t b = 0; b < blocks_per_row; ++b) {
-      out[b].d[r] = row[b].d;
-      for (size_t i = 0; i < kQK; ++i) {
-        out[b].qs[i / 4][4 * r + i % 4] = static_cast<uint8_t>(static_cast<int>(row[b].qs[i]) + 128);
-      }
-    }
-  }
+  pack_group(rows, n_rows, blocks_per_row, g, out, [](const BlockQ8_0& in, size_t r, PackedQ8_0& p) {
+    p.d[r] = in.d;
+    for (size_t i = 0; i < kQK; ++i) p.qs[i / 4][4 * r + i % 4] = static_cast<uint8_t>(in.qs[i] + 128);
+  });
 }
 
 void pack_q2_k_group(const BlockQ2_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ2_K* out) {
-  std::memset(out, 0, blocks_per_row * sizeof(PackedQ2_K));
-  for (size_t r = 0; r < kPackedRows && g * kPackedRows + r < n_rows; ++r) {
-    const BlockQ2_K* row = rows + (g * kPackedRows + r) * blocks_per_row;
-    for (size_t b = 0; b < blocks_per_row; ++b) {
-      PackedQ2_K& p = out[b];
-      p.d[r] = row[b].d;
-      p.dmin[r] = row[b].dmin;
-      for (size_t j = 0; j < kQK_K / 16; ++j) {
-        p.sc[j][r] = row[b].scales[j];
-        const uint32_t word = gather_q2_k_sub_block(row[b].qs, j);
-        std::memcpy(p.qs[j] + 4 * r, &word, 4);
-      }
+  pack_group(rows, n_rows, blocks_per_row, g, out, [](const BlockQ2_K& in, size_t r, PackedQ2_K& p) {
+    p.d[r] = in.d;
+    p.dmin[r] = in.dmin;
+    for (size_t j = 0; j < kQK_K / 16; ++j) {
+      p.sc[j][r] = in.scales[j];
+      const uint32_t word = gather_q2_k_sub_block(in.qs, j);
+      std::memcpy(p.qs[j] + 4 * r, &word, 4);
     }
-  }
+  });
 }
 
 void pack_q4_0_group(const BlockQ4_0* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_0* out) {
-  std::memset(out, 0, blocks_per_row * sizeof(PackedQ4_0));
-  for (size_t r = 0; r < kPackedRows && g * kPackedRows + r < n_rows; ++r) {
-    const BlockQ4_0* row = rows + (g * kPackedRows + r) * blocks_per_row;
-    for (size_t b = 0; b < blocks_per_row; ++b) {
-      out[b].d[r] = row[b].d;
-      // GGUF's byte j holds values j (low nibble) and 16 + j (high): the
-      // same pairing, so bytes move whole.
-      for (size_t j = 0; j < kQK / 2; ++j) out[b].qs[j / 4][4 * r + j % 4] = row[b].qs[j];
-    }
-  }
+  pack_group(rows, n_rows, blocks_per_row, g, out, [](const BlockQ4_0& in, size_t r, PackedQ4_0& p) {
+    p.d[r] = in.d;
+    // GGUF's byte j holds values j (low nibble) and 16 + j (high): the
+    // same pairing, so bytes move whole.
+    for (size_t j = 0; j < kQK / 2; ++j) p.qs[j / 4][4 * r + j % 4] = in.qs[j];
+  });
 }
 
 void dot_packed_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y) {

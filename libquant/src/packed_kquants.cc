@@ -35,15 +35,6 @@ void pack_common(const Block& in, size_t r, Packed& p) {
   }
 }
 
-template <class Packed, class Block, class PackRow>
-void pack_group(const Block* rows, size_t n_rows, size_t blocks_per_row, size_t g, Packed* out, PackRow pack_row) {
-  std::memset(out, 0, blocks_per_row * sizeof(Packed));
-  for (size_t r = 0; r < kPackedRows && g * kPackedRows + r < n_rows; ++r) {
-    const Block* row = rows + (g * kPackedRows + r) * blocks_per_row;
-    for (size_t b = 0; b < blocks_per_row; ++b) pack_row(row[b], r, out[b]);
-  }
-}
-
 // Value i (0..31) of sub-block s of row r.
 unsigned q4_k_value(const PackedQ4_K& p, size_t s, size_t r, size_t i) {
   const uint8_t byte = p.qs[s][(i % 16) / 4][4 * r + i % 4];
@@ -56,81 +47,58 @@ unsigned q5_k_value(const PackedQ5_K& p, size_t s, size_t r, size_t i) {
   return (i < 16 ? byte & 15u : byte >> 4) | high << 4;
 }
 
-// The SIMD kernel's operations per row: exact integer sums per super-block,
-// then two f32 fused multiply-adds.
+// Q4_K and Q5_K: exact integer sums per super-block, scaled in f64.
 template <class Packed, class Value>
 void dot_group(const PackedView& w, size_t g, const ActivationRow& a, float* y, Value value) {
-  const size_t nb = w.blocks_per_row();
-  const auto* blocks = reinterpret_cast<const Packed*>(w.data) + g * nb;
-  for (size_t r = 0; r < w.rows_in_group(g); ++r) {
-    double acc = 0.0;
-    for (size_t b = 0; b < nb; ++b) {
-      const Packed& p = blocks[b];
-      int32_t isum = 0;
-      int32_t msum = 0;
-      for (size_t s = 0; s < kQK_K / 32; ++s) {
-        int32_t sub = 0;
-        for (size_t i = 0; i < 32; ++i) {
-          sub += static_cast<int32_t>(value(p, s, r, i)) * a.values[kQK_K * b + 32 * s + i];
-        }
-        isum += p.sc[s][r] * sub;
-        msum += p.mn[s][r] * (a.group_sums[16 * b + 2 * s] + a.group_sums[16 * b + 2 * s + 1]);
+  scalar_group<Packed>(w, g, y, [&](const Packed& p, size_t r, size_t b, double acc) {
+    int32_t isum = 0;
+    int32_t msum = 0;
+    for (size_t s = 0; s < kQK_K / 32; ++s) {
+      int32_t sub = 0;
+      for (size_t i = 0; i < 32; ++i) {
+        sub += static_cast<int32_t>(value(p, s, r, i)) * a.values[kQK_K * b + 32 * s + i];
       }
-      const float da = a.scales[b];
-      acc = add_block(acc, isum, p.d[r], da);
-      acc = add_block<true>(acc, msum, p.dmin[r], da);
+      isum += p.sc[s][r] * sub;
+      msum += p.mn[s][r] * (a.group_sums[16 * b + 2 * s] + a.group_sums[16 * b + 2 * s + 1]);
     }
-    y[g * kPackedRows + r] = static_cast<float>(acc);
-  }
+    const float da = a.scales[b];
+    return add_block<true>(add_block(acc, isum, p.d[r], da), msum, p.dmin[r], da);
+  });
 }
 
 void dot_iq4_xs(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
-  const size_t nb = w.blocks_per_row();
-  const auto* blocks = reinterpret_cast<const PackedIQ4_XS*>(w.data) + g * nb;
-  for (size_t r = 0; r < w.rows_in_group(g); ++r) {
-    double acc = 0.0;
-    for (size_t b = 0; b < nb; ++b) {
-      const PackedIQ4_XS& p = blocks[b];
-      int32_t isum = 0;
-      for (size_t s = 0; s < kQK_K / 32; ++s) {
-        int32_t sub = 0;
-        for (size_t i = 0; i < 32; ++i) {
-          const uint8_t byte = p.qs[s][(i % 16) / 4][4 * r + i % 4];
-          sub += kIQ4NLValues[i < 16 ? byte & 15 : byte >> 4] * a.values[kQK_K * b + 32 * s + i];
-        }
-        isum += p.sc[s][r] * sub;
+  scalar_group<PackedIQ4_XS>(w, g, y, [&](const PackedIQ4_XS& p, size_t r, size_t b, double acc) {
+    int32_t isum = 0;
+    for (size_t s = 0; s < kQK_K / 32; ++s) {
+      int32_t sub = 0;
+      for (size_t i = 0; i < 32; ++i) {
+        const uint8_t byte = p.qs[s][(i % 16) / 4][4 * r + i % 4];
+        sub += kIQ4NLValues[i < 16 ? byte & 15 : byte >> 4] * a.values[kQK_K * b + 32 * s + i];
       }
-      acc = add_block(acc, isum, p.d[r], a.scales[b]);
+      isum += p.sc[s][r] * sub;
     }
-    y[g * kPackedRows + r] = static_cast<float>(acc);
-  }
+    return add_block(acc, isum, p.d[r], a.scales[b]);
+  });
 }
 
 void dot_q3_k(const PackedView& w, size_t g, const ActivationRow& a, float* y) {
-  const size_t nb = w.blocks_per_row();
-  const auto* blocks = reinterpret_cast<const PackedQ3_K*>(w.data) + g * nb;
-  for (size_t r = 0; r < w.rows_in_group(g); ++r) {
-    double acc = 0.0;
-    for (size_t b = 0; b < nb; ++b) {
-      const PackedQ3_K& p = blocks[b];
-      int32_t isum = 0;
-      for (size_t j = 0; j < kQK_K / 16; ++j) {
-        const PackedQ3_K::Pair& pair = p.pair[j / 2];
-        // The stored values are u - 4: start from -4 times the group sum.
-        int32_t sub = -4 * a.group_sums[16 * b + j];
-        for (size_t v = 0; v < 16; ++v) {
-          const size_t s = v / 4;
-          const size_t byte = 4 * r + v % 4;
-          const int low = (pair.qs[j % 2][byte] >> (2 * s)) & 3;
-          const int high = static_cast<int>((pair.high[j % 2][s] >> byte) & 1);
-          sub += (low + 4 * high) * a.values[kQK_K * b + 16 * j + v];
-        }
-        isum += p.sc[j / 2][2 * r + j % 2] * sub;
+  scalar_group<PackedQ3_K>(w, g, y, [&](const PackedQ3_K& p, size_t r, size_t b, double acc) {
+    int32_t isum = 0;
+    for (size_t j = 0; j < kQK_K / 16; ++j) {
+      const PackedQ3_K::Pair& pair = p.pair[j / 2];
+      // The stored values are u - 4: start from -4 times the group sum.
+      int32_t sub = -4 * a.group_sums[16 * b + j];
+      for (size_t v = 0; v < 16; ++v) {
+        const size_t s = v / 4;
+        const size_t byte = 4 * r + v % 4;
+        const int low = (pair.qs[j % 2][byte] >> (2 * s)) & 3;
+        const int high = static_cast<int>((pair.high[j % 2][s] >> byte) & 1);
+        sub += (low + 4 * high) * a.values[kQK_K * b + 16 * j + v];
       }
-      acc = add_block(acc, isum, p.d[r], a.scales[b]);
+      isum += p.sc[j / 2][2 * r + j % 2] * sub;
     }
-    y[g * kPackedRows + r] = static_cast<float>(acc);
-  }
+    return add_block(acc, isum, p.d[r], a.scales[b]);
+  });
 }
 
 }  // namespace

@@ -183,6 +183,32 @@ inline double add_block(double acc, int32_t sum, uint16_t d, float da) {
   return std::fma(s, static_cast<double>(f16_to_f32(d)) * static_cast<double>(da), acc);
 }
 
+// The frame of the packers: zeroes the group's packed blocks, then calls
+// pack_row(block, r, packed) for block b of row 16 * g + r into packed
+// block b, for the rows that exist.
+template <class Packed, class Block, class PackRow>
+void pack_group(const Block* rows, size_t n_rows, size_t blocks_per_row, size_t g, Packed* out, PackRow pack_row) {
+  std::memset(out, 0, blocks_per_row * sizeof(Packed));
+  for (size_t r = 0; r < kPackedRows && g * kPackedRows + r < n_rows; ++r) {
+    const Block* row = rows + (g * kPackedRows + r) * blocks_per_row;
+    for (size_t b = 0; b < blocks_per_row; ++b) pack_row(row[b], r, out[b]);
+  }
+}
+
+// The frame of the scalar kernels: for each row r of group g, the f64 sum
+// acc = block(p, r, b, acc) over the row's packed blocks p (b their index),
+// stored as y[16 * g + r] in f32.
+template <class Packed, class Block>
+void scalar_group(const PackedView& w, size_t g, float* y, Block block) {
+  const size_t nb = w.blocks_per_row();
+  const auto* blocks = reinterpret_cast<const Packed*>(w.data) + g * nb;
+  for (size_t r = 0; r < w.rows_in_group(g); ++r) {
+    double acc = 0.0;
+    for (size_t b = 0; b < nb; ++b) acc = block(blocks[b], r, b, acc);
+    y[g * kPackedRows + r] = static_cast<float>(acc);
+  }
+}
+
 // Outputs 16 * g .. 16 * g + rows_in_group(g) of activation row `a` into
 // y[o] for output o, in the scalar form of the SIMD kernel's operations:
 // per row, f64 fused multiply-adds of the exact integer block sums, block by

@@ -138,6 +138,28 @@ struct PackedKernelQ2_K {
   }
 };
 
+// The 32-value formats: u[t] holds values 4t .. 4t + 3 per lane, u[4 + t]
+// values 16 + 4t .. 16 + 4t + 3; the stored values carry an offset of
+// 2^kOffsetShift, so the dot starts from minus that times the activations'
+// sum.
+template <int kOffsetShift, size_t R>
+HWY_INLINE void AccumulateBlock32(const __m512i* u, const uint16_t* d16, const detail::ActivationRow* rows, size_t b,
+                                  Acc64* acc) {
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d16)));
+  // Values 0..15 of block b, then 16..31 at + 64 (activations_access.h).
+  const size_t first = detail::kGroupValues * (b / detail::kGroupBlocks) + 16 * (b % detail::kGroupBlocks);
+  for (size_t r = 0; r < R; ++r) {
+    const int8_t* a = rows[r].values + first;
+    __m512i sum =
+        _mm512_slli_epi32(_mm512_set1_epi32(rows[r].lane_neg_sums[b * detail::kLanesPerBlock]), kOffsetShift);
+    for (size_t t = 0; t < 4; ++t) {
+      sum = DpbusdBroadcast(sum, u[t], a + 4 * t);
+      sum = DpbusdBroadcast(sum, u[4 + t], a + detail::kGroupValues / 2 + 4 * t);
+    }
+    AddBlock(acc[r], sum, d, rows[r].lane_scales[b * detail::kLanesPerBlock]);
+  }
+}
+
 struct PackedKernelQ4_0 {
   using Block = detail::PackedQ4_0;
   template <size_t R>
@@ -145,25 +167,13 @@ struct PackedKernelQ4_0 {
     PrefetchAhead<sizeof(Block)>(&p);
     const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
     const __m512i high_to_low = _mm512_set1_epi64(BitMoveMatrix<4, 0>(4));
-    __m512i lo[4], hi[4];
+    __m512i u[8];
     for (size_t t = 0; t < 4; ++t) {
       const __m512i q = _mm512_loadu_si512(p.qs[t]);
-      lo[t] = _mm512_and_si512(q, low_nibbles);
-      hi[t] = ApplyBitMatrix(q, high_to_low);
+      u[t] = _mm512_and_si512(q, low_nibbles);
+      u[4 + t] = ApplyBitMatrix(q, high_to_low);
     }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.d)));
-    // Values 0..15 of block b, then 16..31 at + 64 (activations_access.h).
-    const size_t first = detail::kGroupValues * (b / detail::kGroupBlocks) + 16 * (b % detail::kGroupBlocks);
-    for (size_t r = 0; r < R; ++r) {
-      const int8_t* a = rows[r].values + first;
-      // The values are q - 8: start from -8 times the activations' sum.
-      __m512i sum = _mm512_slli_epi32(_mm512_set1_epi32(rows[r].lane_neg_sums[b * detail::kLanesPerBlock]), 3);
-      for (size_t t = 0; t < 4; ++t) {
-        sum = DpbusdBroadcast(sum, lo[t], a + 4 * t);
-        sum = DpbusdBroadcast(sum, hi[t], a + detail::kGroupValues / 2 + 4 * t);
-      }
-      AddBlock(acc[r], sum, d, rows[r].lane_scales[b * detail::kLanesPerBlock]);
-    }
+    AccumulateBlock32<3, R>(u, p.d, rows, b, acc);
   }
 };
 
@@ -172,20 +182,9 @@ struct PackedKernelQ8_0 {
   template <size_t R>
   static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, Acc64* acc) {
     PrefetchAhead<sizeof(Block)>(&p);
-    __m512i q[8];
-    for (size_t t = 0; t < 8; ++t) q[t] = _mm512_loadu_si512(p.qs[t]);
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.d)));
-    const size_t first = detail::kGroupValues * (b / detail::kGroupBlocks) + 16 * (b % detail::kGroupBlocks);
-    for (size_t r = 0; r < R; ++r) {
-      const int8_t* a = rows[r].values + first;
-      // The stored values are q + 128: start from -128 times the sum.
-      __m512i sum = _mm512_slli_epi32(_mm512_set1_epi32(rows[r].lane_neg_sums[b * detail::kLanesPerBlock]), 7);
-      for (size_t t = 0; t < 4; ++t) {
-        sum = DpbusdBroadcast(sum, q[t], a + 4 * t);
-        sum = DpbusdBroadcast(sum, q[4 + t], a + detail::kGroupValues / 2 + 4 * t);
-      }
-      AddBlock(acc[r], sum, d, rows[r].lane_scales[b * detail::kLanesPerBlock]);
-    }
+    __m512i u[8];
+    for (size_t t = 0; t < 8; ++t) u[t] = _mm512_loadu_si512(p.qs[t]);
+    AccumulateBlock32<7, R>(u, p.d, rows, b, acc);
   }
 };
 

@@ -39,6 +39,17 @@ std::vector<float> prompt_logits(CpuForward& fwd, const std::vector<int32_t>& id
   return {logits.begin(), logits.end()};
 }
 
+// The same logits, one decode step per token.
+std::vector<float> token_by_token_logits(CpuForward& fwd, const std::vector<int32_t>& ids) {
+  std::vector<float> out;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const TokenInput t{ids[i], static_cast<uint32_t>(i), 0, true};
+    const auto l = fwd.decode(std::span(&t, 1));
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  return out;
+}
+
 std::vector<int32_t> greedy(CpuForward& fwd, const std::vector<int32_t>& prompt, int n, uint32_t n_vocab) {
   std::vector<TokenInput> batch;
   for (std::size_t i = 0; i < prompt.size(); ++i)
@@ -217,13 +228,7 @@ TEST(ForwardInvariance, BatchingAndThreadsDoNotChangeLogits) {
   const auto expected = prompt_logits(whole, a);
 
   CpuForward single(*model, {.n_ctx = 32, .n_threads = 1});
-  std::vector<float> one_by_one;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const TokenInput t{a[i], static_cast<uint32_t>(i), 0, true};
-    const auto l = single.decode(std::span(&t, 1));
-    one_by_one.insert(one_by_one.end(), l.begin(), l.end());
-  }
-  EXPECT_EQ(one_by_one, expected) << "token by token on 1 thread";
+  EXPECT_EQ(token_by_token_logits(single, a), expected) << "token by token on 1 thread";
 
   CpuForward mixed(*model, {.n_ctx = 32, .n_seq = 2, .max_batch = 3, .n_threads = 2});
   std::vector<TokenInput> batch;
@@ -257,7 +262,9 @@ TEST_P(ForwardPacking, PackedWeightsMatchTheOracle) {
     GTEST_SKIP() << "this CPU has no packed " << quant::format_traits(format).name
                  << " kernel, so nothing is packed";
   }
-  const auto model = Model::load(file, {.quantize = format});
+  LoadOptions load;
+  load.quantize = format;
+  const auto model = Model::load(file, load);
   const uint32_t V = model->config().n_vocab;
   const std::vector<int32_t> ids{1, 400, 37, 255, 88, 300, 12, 401, 5, 77};
   const auto oracle =
@@ -272,13 +279,7 @@ TEST_P(ForwardPacking, PackedWeightsMatchTheOracle) {
   EXPECT_LE(agreement.mean_kl(0, ids.size()), kl_bound);
 
   CpuForward single(*model, {.n_ctx = 32, .n_threads = 1});
-  std::vector<float> one_by_one;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const TokenInput t{ids[i], static_cast<uint32_t>(i), 0, true};
-    const auto l = single.decode(std::span(&t, 1));
-    one_by_one.insert(one_by_one.end(), l.begin(), l.end());
-  }
-  EXPECT_EQ(one_by_one, packed_logits) << "packed, token by token on 1 thread";
+  EXPECT_EQ(token_by_token_logits(single, ids), packed_logits) << "packed, token by token on 1 thread";
 }
 
 INSTANTIATE_TEST_SUITE_P(PackedFormats, ForwardPacking,

@@ -31,16 +31,10 @@ namespace lamina::quant {
 namespace {
 
 using ktest::abs_dot;
+using ktest::kRelativeTolerance;
 using ktest::random_activations;
 using ktest::random_weights;
-
-constexpr double kRelativeTolerance = 1e-6;
-
-struct Shape {
-  size_t n_out;
-  size_t n_in;
-  size_t n_rows;
-};
+using ktest::Shape;
 
 bool is_float_format(QuantFormat f) {
   return f == QuantFormat::F32 || f == QuantFormat::F16 || f == QuantFormat::BF16;

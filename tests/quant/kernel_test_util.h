@@ -23,6 +23,17 @@ inline void PrintTo(QuantFormat format, std::ostream* os) { *os << format_traits
 
 namespace ktest {
 
+// What a kernel's dot may differ from the f64 reference by, as a share of
+// sum |w_i * a_i| (the reasoning is at the top of kernel_matmul_test.cc).
+inline constexpr double kRelativeTolerance = 1e-6;
+
+// n_out weight rows of n_in values times n_rows activation rows.
+struct Shape {
+  size_t n_out;
+  size_t n_in;
+  size_t n_rows;
+};
+
 // A random f16 scale of magnitude in [0.5, 1.5) * 2^-6, either sign.
 inline uint16_t random_scale(std::mt19937& rng) {
   std::uniform_real_distribution<float> mag(0.5f, 1.5f);

@@ -1,6 +1,6 @@
 // AVX3_DL kernels of the packed layouts (packed_layout.h): 16 weight rows
 // per 512-bit register, one row per 32-bit lane, so each lane ends with its
-// output and the per-block f32 scaling is done for 16 rows at once.
+// output and the per-block scaling is done for 16 rows at once.
 //
 // Q2_K, per sub-block (16 values of 16 rows, 64 bytes): four GFNI bit moves
 // give the four 2-bit fields as bytes, each lane then holding 4 consecutive

@@ -31,8 +31,9 @@ struct ForwardOptions {
   // table), which is much faster and reproduces its logits closely.
   bool exact_activations = false;
   // Rearranges, once at load, the weight matrices whose format has a packed
-  // layout (lamina/quant/packed.h) that this CPU's kernels run faster. The
-  // packed copies take as much memory as the matrices they copy.
+  // layout (lamina/quant/packed.h) that this CPU's kernels run faster, and
+  // releases the file's pages of those matrices, so resident memory grows
+  // only by the few % some packed layouts add.
   bool pack_weights = true;
 };
 

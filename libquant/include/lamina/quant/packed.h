@@ -62,7 +62,8 @@ PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size
 // kernels.h does for the unpacked rows (x in kernel_activation_format(
 // w.format()), n_in columns). Batch and thread-count invariant in the same
 // sense. The scalar kernel and the SIMD one give the same bits; both differ
-// from the unpacked kernels only in the order of the f32 block sums.
+// from the unpacked kernels only in how the scaled block sums are rounded
+// (they add them in f64, the unpacked kernels in f32).
 void matmul(const PackedWeights& w, const QuantizedActivations& x, float* y, ThreadPool& pool);
 
 }  // namespace lamina::quant

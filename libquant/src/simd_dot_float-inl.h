@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "hwy/highway.h"
+#include "stream_prefetch.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace lamina::quant::HWY_NAMESPACE {
@@ -80,6 +81,8 @@ HWY_INLINE void DotTile(const typename Weights::T* HWY_RESTRICT w, size_t w_stri
   }
   size_t i = 0;
   for (; i + kSums * N <= n; i += kSums * N) {
+    // One weight row against one activation row streams the weights.
+    if constexpr (W == 1 && R == 1) detail::prefetch_stream<kSums * hn::MaxLanes(DF()) * sizeof(*w)>(w + i);
     HWY_UNROLL(4)
     for (size_t s = 0; s < kSums; ++s) {
       VF wv[W];

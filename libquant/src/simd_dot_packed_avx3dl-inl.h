@@ -27,24 +27,23 @@
 #if HWY_TARGET == HWY_AVX3_DL
 
 #include "packed_layout.h"
+#include "stream_prefetch.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace lamina::quant::HWY_NAMESPACE::dl {
 namespace packed {
 
-// Q4_0 eats its small blocks faster than one core's hardware prefetch brings
-// them in from memory (measured: 15 GB/s per core without this, 21 with);
-// prefetching 5.4 KB ahead keeps more lines in flight. Q8_0 and the
-// K-quants run as fast or faster without (Q8_0: 24 GB/s per core without,
-// 19 with; prefetches out of the storage order slowed Q4_K from 20 to 11).
-inline constexpr size_t kPrefetchBytes = 5376;
-
-// The cache lines of the `bytes` at p + kPrefetchBytes (a prefetch past the
-// end of the matrix does not fault).
-template <size_t kBytes>
-HWY_INLINE void PrefetchAhead(const void* p) {
-  const char* ahead = static_cast<const char*>(p) + kPrefetchBytes;
-  for (size_t i = 0; i < kBytes; i += 64) _mm_prefetch(ahead + i, _MM_HINT_T0);
+// With one activation row (R == 1) the kernels stream the weights, and
+// prefetch (stream_prefetch.h) part i of kParts of each block as they reach
+// it: the prefetches of a whole large block at once fill the core's miss
+// buffers, and its loads then wait behind them (measured: packed Q4_K at 74%
+// of the read bandwidth so, at 93% with them spread over its sub-blocks).
+template <size_t R, size_t kParts, class Block>
+HWY_INLINE void PrefetchPart(const Block& p, size_t i) {
+  if constexpr (R == 1) {
+    constexpr size_t kPart = (sizeof(Block) + kParts - 1) / kParts;
+    detail::prefetch_stream<kPart>(reinterpret_cast<const char*>(&p) + i * kPart);
+  }
 }
 
 // The running sums of 16 outputs in f64 (lanes 0..7 in lo, 8..15 in hi).
@@ -109,6 +108,7 @@ struct PackedKernelQ2_K {
     for (size_t r = 0; r < R; ++r) isum[r] = msum[r] = _mm512_setzero_si512();
     HWY_UNROLL(4)
     for (size_t j = 0; j < kQK_K / 16; ++j) {
+      if (j % 4 == 0) PrefetchPart<R, 4>(p, j / 4);
       const __m512i q = _mm512_load_si512(p.qs[j]);
       const __m512i u0 = ApplyBitMatrix(q, bits0);
       const __m512i u1 = ApplyBitMatrix(q, bits1);
@@ -164,7 +164,7 @@ struct PackedKernelQ4_0 {
   using Block = detail::PackedQ4_0;
   template <size_t R>
   static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, Acc64* acc) {
-    PrefetchAhead<sizeof(Block)>(&p);
+    PrefetchPart<R, 1>(p, 0);
     const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
     const __m512i high_to_low = _mm512_set1_epi64(BitMoveMatrix<4, 0>(4));
     __m512i u[8];
@@ -181,6 +181,7 @@ struct PackedKernelQ8_0 {
   using Block = detail::PackedQ8_0;
   template <size_t R>
   static HWY_INLINE void Accumulate(const Block& p, const detail::ActivationRow* rows, size_t b, Acc64* acc) {
+    PrefetchPart<R, 1>(p, 0);
     __m512i u[8];
     for (size_t t = 0; t < 8; ++t) u[t] = _mm512_loadu_si512(p.qs[t]);
     AccumulateBlock32<7, R>(u, p.d, rows, b, acc);

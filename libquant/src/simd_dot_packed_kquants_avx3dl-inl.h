@@ -63,6 +63,7 @@ HWY_INLINE void AccumulateK45(const Block& p, const detail::ActivationRow* rows,
   for (size_t r = 0; r < R; ++r) isum[r] = msum[r] = _mm512_setzero_si512();
   HWY_UNROLL(2)
   for (size_t s = 0; s < kQK_K / 32; ++s) {
+    PrefetchPart<R, kQK_K / 32>(p, s);
     __m512i lo[4], hi[4];
     values(p, s, lo, hi);
     const __m512i scale = _mm512_maskz_permutexvar_epi8(kByte0, index[s % 4], sc4[s / 4]);
@@ -138,6 +139,7 @@ struct PackedKernelQ3_K {
     for (size_t r = 0; r < R; ++r) isum[r] = _mm512_setzero_si512();
     HWY_UNROLL(2)
     for (size_t pp = 0; pp < kQK_K / 32; ++pp) {
+      PrefetchPart<R, kQK_K / 32>(p, pp);
       const Block::Pair& pair = p.pair[pp];
       __m512i u[2][4];
       for (size_t h = 0; h < 2; ++h) {
@@ -188,6 +190,7 @@ struct PackedKernelIQ4_XS {
     for (size_t r = 0; r < R; ++r) isum[r] = _mm512_setzero_si512();
     HWY_UNROLL(2)
     for (size_t s = 0; s < kQK_K / 32; ++s) {
+      PrefetchPart<R, kQK_K / 32>(p, s);
       __m512i lo[4], hi[4];
       for (size_t t = 0; t < 4; ++t) {
         const __m512i q = _mm512_loadu_si512(p.qs[s][t]);

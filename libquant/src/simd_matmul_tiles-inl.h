@@ -21,6 +21,7 @@
 #include "activations_access.h"
 #include "lamina/quant/activations.h"
 #include "simd_int8-inl.h"
+#include "stream_prefetch.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace lamina::quant::HWY_NAMESPACE {
@@ -65,7 +66,10 @@ template <class Kernel, size_t W, size_t R>
 HWY_INLINE void DotTile(const typename Kernel::Block* HWY_RESTRICT w, size_t nblocks,
                         const ActRow* rows, float* HWY_RESTRICT y, size_t y_stride) {
   using Acc = typename Kernel::Acc;
+  using Block = typename Kernel::Block;
   constexpr size_t kStep = Kernel::kBlocksPerStep;
+  // One weight row against one activation row streams the weights.
+  constexpr bool kStream = W == 1 && R == 1;
   if constexpr (!Kernel::kSplitSums) {
     // Large tiles have enough independent sums without the split, and the
     // registers are better spent on more rows.
@@ -73,6 +77,7 @@ HWY_INLINE void DotTile(const typename Kernel::Block* HWY_RESTRICT w, size_t nbl
     HWY_UNROLL(8)
     for (size_t i = 0; i < W * R; ++i) acc[i] = Kernel::Zero();
     for (size_t b = 0; b < nblocks; b += kStep) {
+      if constexpr (kStream) detail::prefetch_stream<kStep * sizeof(Block)>(w + b);
       AccumulateStep<Kernel, W, R>(w + b, nblocks, rows, b, acc, std::min(kStep, nblocks - b));
     }
     HWY_UNROLL(8)
@@ -87,6 +92,7 @@ HWY_INLINE void DotTile(const typename Kernel::Block* HWY_RESTRICT w, size_t nbl
   for (size_t i = 0; i < W * R; ++i) even[i] = odd[i] = Kernel::Zero();
   size_t b = 0;
   for (; b + 2 * kStep <= nblocks; b += 2 * kStep) {
+    if constexpr (kStream) detail::prefetch_stream<2 * kStep * sizeof(Block)>(w + b);
     AccumulateStep<Kernel, W, R>(w + b, nblocks, rows, b, even, kStep);
     AccumulateStep<Kernel, W, R>(w + b + kStep, nblocks, rows, b + kStep, odd, kStep);
   }

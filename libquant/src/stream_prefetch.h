@@ -1,11 +1,11 @@
 // Software prefetch for the kernels that stream their weights once (one
 // activation row: the decode step). One core's hardware prefetch alone
 // keeps too few cache lines in flight to reach the memory's bandwidth with
-// two cores (it also stops at each 4 KiB page); a prefetch a few KiB ahead
-// of the reads, in the order the kernel reads and spread over its steps (a
-// burst of them fills the core's miss buffers and its loads wait behind),
-// closes the gap: libquant/bench/NOTES.md has the figures. Matmuls of several
-// activation rows are compute bound and do not prefetch.
+// two cores; a prefetch a few KiB ahead of the reads, in the order the
+// kernel reads and spread over its steps (a burst of them fills the core's
+// miss buffers and its loads wait behind), closes the gap:
+// libquant/bench/NOTES.md has the figures. Matmuls of several activation
+// rows are compute bound and do not prefetch.
 #pragma once
 
 #include <cstddef>

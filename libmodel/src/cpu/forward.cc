@@ -85,11 +85,10 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
     };
     for (const LayerWeights& l : w.layers) {
       for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*m);
-      // Each expert of a stack on its own: the experts' products take them one by one.
+      // Each expert of a stack on its own: the experts' products take them
+      // one by one (an absent stack is one empty matrix, which pack skips).
       for (const Matrix* m : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
-        if (*m) {
-          for (uint32_t e = 0; e < m->n_expert; ++e) pack(m->expert(e));
-        }
+        for (uint32_t e = 0; e < m->n_expert; ++e) pack(m->expert(e));
       }
     }
     pack(w.output);

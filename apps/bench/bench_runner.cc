@@ -41,13 +41,35 @@ std::string type_mix(const gguf::GgufFile& file) {
 }
 
 // Token ids drawn from the vocabulary; the speed does not depend on which.
-std::vector<model::TokenInput> make_tokens(int n, uint32_t n_vocab, uint32_t first_pos, bool logits_last) {
-  std::mt19937 rng(1234);
+std::vector<model::TokenInput> make_tokens(int n, uint32_t n_vocab, uint32_t first_pos, bool logits_last,
+                                           uint32_t seq = 0) {
+  std::mt19937 rng(1234 + seq);
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(n_vocab) - 1);
   std::vector<model::TokenInput> tokens(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) tokens[static_cast<std::size_t>(i)] = {pick(rng), first_pos + static_cast<uint32_t>(i), 0, false};
+  for (int i = 0; i < n; ++i)
+    tokens[static_cast<std::size_t>(i)] = {pick(rng), first_pos + static_cast<uint32_t>(i), seq, false};
   if (logits_last && n > 0) tokens.back().logits = true;
   return tokens;
+}
+
+// N sequences' prompts prefilled in one batch, then gen steps of all N
+// sequences together (greedy); returns the seconds of both phases.
+std::pair<double, double> time_sequences(model::Forward& fwd, uint32_t n_seq, int prompt, int gen, uint32_t n_vocab) {
+  std::vector<model::TokenInput> batch;
+  for (uint32_t s = 0; s < n_seq; ++s) {
+    const auto t = make_tokens(prompt, n_vocab, 0, true, s);
+    batch.insert(batch.end(), t.begin(), t.end());
+  }
+  const auto start = Clock::now();
+  std::vector<int32_t> next = fwd.decode_greedy(batch);
+  const double prompt_seconds = seconds_since(start);
+  const auto gen_start = Clock::now();
+  std::vector<model::TokenInput> rows(n_seq);
+  for (int step = 0; step < gen; ++step) {
+    for (uint32_t s = 0; s < n_seq; ++s) rows[s] = {next.at(s), static_cast<uint32_t>(prompt + step), s, true};
+    next = fwd.decode_greedy(rows);
+  }
+  return {prompt_seconds, seconds_since(gen_start)};
 }
 
 double time_prompt(model::Forward& fwd, const std::vector<model::TokenInput>& tokens) {
@@ -92,10 +114,14 @@ BenchRun run_benchmarks(const BenchOptions& o, std::ostream& progress) {
 
   const int max_p = *std::max_element(o.n_prompt.begin(), o.n_prompt.end());
   const int max_n = *std::max_element(o.n_gen.begin(), o.n_gen.end());
-  const uint32_t n_ctx = static_cast<uint32_t>(std::max({max_p + 1, max_n, 1}));
+  const int max_d = *std::max_element(o.depth.begin(), o.depth.end());
+  const int max_seqs = o.sequences.empty() ? 1 : *std::max_element(o.sequences.begin(), o.sequences.end());
+  const int seq_ctx = o.sequences.empty() ? 1 : o.seq_prompt + o.seq_gen;
+  const uint32_t n_ctx = static_cast<uint32_t>(std::max({max_d + max_p + 1, max_d + max_n, seq_ctx, 1}));
   for (int threads : o.threads) {
     model::ForwardOptions fo;
     fo.n_ctx = n_ctx;
+    fo.n_seq = static_cast<uint32_t>(max_seqs);
     fo.max_batch = static_cast<uint32_t>(o.batch_size);
     fo.kv_type = o.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
     fo.n_threads = threads;
@@ -116,17 +142,20 @@ BenchRun run_benchmarks(const BenchOptions& o, std::ostream& progress) {
     run.backend = fwd.backend_name();
     if (max_p > 0) {
       // Time to first token: the longest prompt, then one decode step.
-      const auto tokens = make_tokens(max_p, m->config().n_vocab, 0, true);
+      const auto tokens = make_tokens(max_p, m->config().n_vocab, 0, true);  // before any depth
       const auto start = Clock::now();
       const auto first = fwd.decode_greedy(tokens);
       const model::TokenInput next{first.at(0), static_cast<uint32_t>(max_p), 0, true};
       (void)fwd.decode_greedy(std::span(&next, 1));
       run.first_token_ms = seconds_since(start) * 1000.0;
     }
-    auto measure = [&](const std::string& name, int n, bool prompt) {
+    const uint32_t n_vocab = m->config().n_vocab;
+    // Each test runs after `depth` tokens of context, prefilled once per
+    // depth (a repetition rewrites the same later positions).
+    auto measure = [&](const std::string& name, int n, bool prompt, int depth) {
       if (n <= 0) return;
-      BenchResult r{name + std::to_string(n), n_threads, n, {}};
-      const auto tokens = make_tokens(n, m->config().n_vocab, 0, prompt);
+      BenchResult r{name + std::to_string(n) + (depth > 0 ? "@d" + std::to_string(depth) : ""), n_threads, n, {}};
+      const auto tokens = make_tokens(n, n_vocab, static_cast<uint32_t>(depth), prompt);
       progress << "  " << r.test << " t=" << r.threads << " warm-up" << std::flush;
       prompt ? time_prompt(fwd, tokens) : time_generation(fwd, tokens);
       for (int rep = 0; rep < o.repetitions; ++rep) {
@@ -136,8 +165,28 @@ BenchRun run_benchmarks(const BenchOptions& o, std::ostream& progress) {
       progress << '\n';
       run.results.push_back(std::move(r));
     };
-    for (int p : o.n_prompt) measure("pp", p, true);
-    for (int n : o.n_gen) measure("tg", n, false);
+    for (int depth : o.depth) {
+      if (depth > 0) (void)fwd.decode(make_tokens(depth, n_vocab, 0, true));
+      for (int p : o.n_prompt) measure("pp", p, true, depth);
+      for (int n : o.n_gen) measure("tg", n, false, depth);
+    }
+    for (int n_seq : o.sequences) {
+      BenchResult pp{"pp" + std::to_string(o.seq_prompt) + "@s" + std::to_string(n_seq), n_threads,
+                     o.seq_prompt * n_seq, {}};
+      BenchResult tg{"tg" + std::to_string(o.seq_gen) + "@s" + std::to_string(n_seq), n_threads, o.seq_gen * n_seq, {}};
+      progress << "  " << n_seq << " sequences, pp" << o.seq_prompt << " + tg" << o.seq_gen << " warm-up" << std::flush;
+      (void)time_sequences(fwd, static_cast<uint32_t>(n_seq), o.seq_prompt, o.seq_gen, n_vocab);
+      for (int rep = 0; rep < o.repetitions; ++rep) {
+        const auto [prompt_s, gen_s] =
+            time_sequences(fwd, static_cast<uint32_t>(n_seq), o.seq_prompt, o.seq_gen, n_vocab);
+        pp.seconds.push_back(prompt_s);
+        tg.seconds.push_back(gen_s);
+        progress << '.' << std::flush;
+      }
+      progress << '\n';
+      run.results.push_back(std::move(pp));
+      run.results.push_back(std::move(tg));
+    }
     run.device_memory = fwd.device_memory_report();
   }
   run.peak_rss_bytes = peak_rss_bytes();

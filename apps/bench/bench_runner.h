@@ -13,6 +13,13 @@ struct BenchOptions {
   std::vector<int> n_prompt{512};
   std::vector<int> n_gen{128};
   std::vector<int> threads{0};  // 0: all hardware threads
+  std::vector<int> depth{0};    // tokens of context before each pp/tg test (llama-bench's -d)
+  // Many-sequence decode: for each N, N sequences of seq_prompt tokens each
+  // are prefilled together, then decode seq_gen tokens each, all N per step
+  // (llama-batched-bench's -npl N -npp seq_prompt -ntg seq_gen).
+  std::vector<int> sequences;
+  int seq_prompt = 16;
+  int seq_gen = 64;
   int repetitions = 5;
   int batch_size = 512;
   std::string kv_type = "f32";
@@ -29,7 +36,7 @@ struct ModelFacts {
 };
 
 struct BenchResult {
-  std::string test;  // "pp512", "tg128"
+  std::string test;  // "pp512", "tg128", "pp512@d4096", "tg64@s32"
   int threads = 0;
   int n_tokens = 0;
   std::vector<double> seconds;  // per repetition

@@ -14,6 +14,17 @@ int main(int argc, char** argv) {
   app.add_option("-m,--model", o.model_path, "GGUF model file or Hugging Face model folder")->required();
   app.add_option("-p,--n-prompt", o.n_prompt, "prompt lengths to test (0 skips)")->delimiter(',');
   app.add_option("-n,--n-gen", o.n_gen, "generation lengths to test (0 skips)")->delimiter(',');
+  app.add_option("-d,--depth", o.depth, "tokens of context before each pp/tg test")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--sequences", o.sequences,
+                 "many-sequence decode: N sequences prefilled and decoding together (e.g. 1,8,32,64)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--seq-prompt", o.seq_prompt, "prompt tokens per sequence with --sequences")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--seq-gen", o.seq_gen, "tokens each sequence generates with --sequences")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("-r,--repetitions", o.repetitions, "timed repetitions of each test")->check(CLI::Range(1, 1000));
   app.add_option("-t,--threads", o.threads, "thread counts to test")->delimiter(',')->check(CLI::Range(1, 1024));
   app.add_option("-b,--batch-size", o.batch_size, "tokens per forward step during prompt processing")

@@ -1,144 +1,424 @@
 #include "attention.h"
 
-#include <cfloat>
+#include <algorithm>
+#include <cmath>
 
 #include "cuda_check.h"
 #include "launch.cuh"
+#include "mma_primitives.cuh"
 
 namespace lamina::cudaexec::detail {
 namespace {
 
-constexpr int kThreads = 128;
-constexpr int kWarps = kThreads / 32;
+constexpr float kLog2e = 1.4426950408889634f;
 
-// Fixed-order block reductions (same bits on every run).
-__device__ float block_reduce(float v, float* scratch, bool is_max) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const float other = __shfl_xor_sync(0xffffffffu, v, o);
-    v = is_max ? fmaxf(v, other) : v + other;
-  }
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  float r = scratch[0];
-  for (int i = 1; i < kWarps; ++i) r = is_max ? fmaxf(r, scratch[i]) : r + scratch[i];
-  __syncthreads();
-  return r;
-}
-
-struct RowRange {
-  uint32_t begin, end;
+struct SpanParams {
+  AttentionShape s;
+  KvView kv;
+  uint32_t layer = 0;
+  const float* q = nullptr;
+  std::size_t q_stride = 0;
+  const uint32_t* seq = nullptr;
+  const uint32_t* pos = nullptr;
+  const AttentionTile* tiles = nullptr;
+  uint32_t n_spans = 0;
+  float scale_log2 = 0.0f;  // scale * log2(e), for scores without a soft cap
+  float* records = nullptr;
+  float* out = nullptr;
+  std::size_t out_stride = 0;
 };
 
-__device__ RowRange key_range(const AttentionShape& s, uint32_t pos, uint32_t chunk) {
-  const uint32_t p1 = pos + 1;
-  const uint32_t p0 = s.window > 0 && p1 > s.window ? p1 - s.window : 0;
-  const uint32_t begin = p0 + chunk * kAttentionChunk;
-  const uint32_t end = min(p1, begin + kAttentionChunk);
-  return {begin, begin < p1 ? end : begin};
+__device__ __forceinline__ uint32_t first_key(const AttentionShape& s, uint32_t pos) {
+  return s.window > 0 && pos + 1 > s.window ? pos + 1 - s.window : 0;
 }
 
-// Partial record per (row, head, chunk): max score, sum of exp, then head_dim_v weighted values.
-__global__ void attention_chunks_kernel(AttentionShape s, KvView kv, uint32_t layer, const float* q,
-                                        std::size_t q_stride, const uint32_t* seq, const uint32_t* pos,
-                                        uint32_t n_chunks, float* part) {
-  extern __shared__ float smem[];  // q head (head_dim_k), then kAttentionChunk scores
-  float* qh = smem;
-  float* scores = smem + s.head_dim_k;
-  __shared__ float scratch[kWarps];
-  enter_dependent_kernel();
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
-  const uint32_t chunk = blockIdx.x, head = blockIdx.y, r = blockIdx.z;
-  const uint32_t kv_head = head / (s.n_head / s.n_head_kv);
-  float* rec = part + ((std::size_t{r} * s.n_head + head) * n_chunks + chunk) * (s.head_dim_v + 2);
-  const RowRange keys = key_range(s, pos[r], chunk);
-  if (keys.begin >= keys.end) {
-    if (threadIdx.x == 0) {
-      rec[0] = -FLT_MAX;
-      rec[1] = 0.0f;
+// A dot product q.k as a score in the log2 domain.
+__device__ __forceinline__ float log2_score(float dot, const SpanParams& p) {
+  if (p.s.softcap > 0.0f) {
+    const float x = __fmul_rn(dot, p.s.scale);
+    return __fmul_rn(__fmul_rn(p.s.softcap, tanhf(__fdiv_rn(x, p.s.softcap))), kLog2e);
+  }
+  return __fmul_rn(dot, p.scale_log2);
+}
+
+// The weight of a state with maximum `from` rescaled to maximum `to` (>= from).
+__device__ __forceinline__ float rescale(float from, float to) { return from == to ? 1.0f : exp2_approx(from - to); }
+
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+// The high f16 parts of two values and the f16 parts of what they leave.
+__device__ __forceinline__ void split_half2(float a, float b, uint32_t& hi, uint32_t& lo) {
+  const __half ha = __float2half_rn(a), hb = __float2half_rn(b);
+  hi = pack_half2(__half2float(ha), __half2float(hb));
+  lo = pack_half2(__fsub_rn(a, __half2float(ha)), __fsub_rn(b, __half2float(hb)));
+}
+
+__device__ __forceinline__ void cp_async16_or_zero(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(dst)), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+
+// One span of attention for a tile of query rows: D is the head size padded
+// to a multiple of 16 (the f16 MMA's k), W the warps (16 rows each).
+template <int D, int W>
+__global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams p) {
+  constexpr int kRows = 16 * W;
+  constexpr int kStride = D + 8;  // halves per shared row: 16 bytes of padding keep ldmatrix conflict-free
+  constexpr int kChunk = static_cast<int>(kAttentionChunk);
+  extern __shared__ __align__(16) uint8_t smem[];
+  __half* q_hi = reinterpret_cast<__half*>(smem);
+  __half* q_lo = q_hi + kRows * kStride;
+  __half* k_buf = q_lo + kRows * kStride;  // [2][kChunk][kStride]
+  __half* v_buf = k_buf + 2 * kChunk * kStride;
+  auto* row_pos = reinterpret_cast<uint32_t*>(v_buf + 2 * kChunk * kStride);
+  uint32_t* row_lo = row_pos + kRows;
+
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int gid = lane >> 2, tig = lane & 3;
+  const AttentionShape& s = p.s;
+  const uint32_t kvh = blockIdx.y, span = blockIdx.z;
+  const uint32_t group = s.n_head / s.n_head_kv;
+  wait_for_prior_kernels();
+  const AttentionTile tile = p.tiles[blockIdx.x];
+  const uint32_t n_valid = tile.n_tokens * group;
+
+  for (int r = tid; r < kRows; r += 32 * W) {
+    if (static_cast<uint32_t>(r) < n_valid) {
+      const uint32_t pos = p.pos[tile.first_row + r / group];
+      row_pos[r] = pos;
+      row_lo[r] = first_key(s, pos);
+    } else {
+      row_pos[r] = 0;
+      row_lo[r] = 1;  // no key is both >= 1 and <= 0
     }
-    return;
-  }
-  const float* qr = q + r * q_stride + std::size_t{head} * s.head_dim_k;
-  for (uint32_t d = threadIdx.x; d < s.head_dim_k; d += blockDim.x) qh[d] = qr[d];
-  __syncthreads();
-
-  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const __half* kbase = kv.k + kv.k_offset(seq[r], layer, 0) + std::size_t{kv_head} * s.head_dim_k;
-  for (uint32_t j = keys.begin + warp; j < keys.end; j += kWarps) {
-    const __half* kj = kbase + std::size_t{j} * kv.k_dim;
-    float dot = 0.0f;
-    for (uint32_t d = lane; d < s.head_dim_k; d += 32) dot = fmaf(qh[d], __half2float(kj[d]), dot);
-    for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-    float score = dot * s.scale;
-    if (s.softcap > 0.0f) score = s.softcap * tanhf(score / s.softcap);
-    if (lane == 0) scores[j - keys.begin] = score;
   }
   __syncthreads();
-  const uint32_t n = keys.end - keys.begin;
-  float m = -FLT_MAX;
-  for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) m = fmaxf(m, scores[j]);
-  m = block_reduce(m, scratch, true);
-  float l = 0.0f;
-  for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) {
-    const float p = expf(scores[j] - m);
-    scores[j] = p;
-    l += p;
+  // The keys of this span that some row of the tile needs.
+  uint32_t min_lo = 0xFFFFFFFFu, max_pos = 0;
+  for (uint32_t r = 0; r < n_valid; ++r) {
+    min_lo = min(min_lo, row_lo[r]);
+    max_pos = max(max_pos, row_pos[r]);
   }
-  l = block_reduce(l, scratch, false);  // also orders the score writes before the reads below
+  const uint32_t span0 = span * kAttentionSpan;
+  const uint32_t key_begin = max(span0, min_lo);
+  const uint32_t key_end = min(span0 + kAttentionSpan, max_pos + 1);
+  if (n_valid == 0 || key_begin >= key_end) return;
+  release_next_kernel();
+  const uint32_t seq = p.seq[tile.first_row];
 
-  const __half* vbase = kv.v + kv.v_offset(seq[r], layer, keys.begin) + std::size_t{kv_head} * s.head_dim_v;
-  for (uint32_t d = threadIdx.x; d < s.head_dim_v; d += blockDim.x) {
-    float acc = 0.0f;
-    for (uint32_t j = 0; j < n; ++j) acc = fmaf(scores[j], __half2float(vbase[std::size_t{j} * kv.v_dim + d]), acc);
-    rec[2 + d] = acc;
+  // The query rows as high and low f16 parts; columns past the head size are 0.
+  for (int i = tid; i < kRows * D; i += 32 * W) {
+    const int r = i / D, d = i % D;
+    float v = 0.0f;
+    if (static_cast<uint32_t>(r) < n_valid && static_cast<uint32_t>(d) < s.head_dim_k) {
+      const uint32_t head = kvh * group + static_cast<uint32_t>(r) % group;
+      v = p.q[(tile.first_row + r / group) * p.q_stride + head * s.head_dim_k + d];
+    }
+    const __half hi = __float2half_rn(v);
+    q_hi[r * kStride + d] = hi;
+    q_lo[r * kStride + d] = __float2half_rn(__fsub_rn(v, __half2float(hi)));
   }
-  if (threadIdx.x == 0) {
-    rec[0] = m;
-    rec[1] = l;
+  // Head columns past the cache's width stay zero in both chunk buffers.
+  const uint32_t width = max(s.head_dim_k, s.head_dim_v);
+  for (int i = tid; i < 2 * kChunk * D; i += 32 * W) {
+    const int row = i / D, d = i % D;
+    if (static_cast<uint32_t>(d) >= s.head_dim_k) k_buf[row * kStride + d] = __float2half_rn(0.0f);
+    if (static_cast<uint32_t>(d) >= s.head_dim_v) v_buf[row * kStride + d] = __float2half_rn(0.0f);
   }
-}
+  (void)width;
 
-__global__ void attention_combine_kernel(AttentionShape s, uint32_t n_chunks, const float* part, float* out,
-                                         std::size_t out_stride) {
-  enter_dependent_kernel();
-  const uint32_t head = blockIdx.x, r = blockIdx.y;
-  const float* recs = part + (std::size_t{r} * s.n_head + head) * n_chunks * (s.head_dim_v + 2);
+  auto load_chunk = [&](uint32_t first, int buf) {
+    for (int i = tid; i < kChunk * (D / 8); i += 32 * W) {
+      const int key = i / (D / 8), d0 = (i % (D / 8)) * 8;
+      const uint32_t kpos = first + static_cast<uint32_t>(key);
+      const bool in_cache = kpos < p.kv.n_ctx;
+      const uint32_t at = in_cache ? kpos : 0;
+      if (static_cast<uint32_t>(d0) < s.head_dim_k) {
+        cp_async16_or_zero(k_buf + (buf * kChunk + key) * kStride + d0,
+                           p.kv.k + p.kv.k_offset(seq, p.layer, at) + kvh * s.head_dim_k + d0, in_cache);
+      }
+      if (static_cast<uint32_t>(d0) < s.head_dim_v) {
+        cp_async16_or_zero(v_buf + (buf * kChunk + key) * kStride + d0,
+                           p.kv.v + p.kv.v_offset(seq, p.layer, at) + kvh * s.head_dim_v + d0, in_cache);
+      }
+    }
+  };
+
+  const uint32_t chunk0 = key_begin / kAttentionChunk * kAttentionChunk;
+  const int n_chunks = static_cast<int>((key_end - chunk0 + kAttentionChunk - 1) / kAttentionChunk);
+  load_chunk(chunk0, 0);
+  cp_async_commit();
+
+  // This thread's two rows (h = 0, 1) of its warp's 16.
+  const int r_base = 16 * warp + gid;
+  const bool warp_busy = static_cast<uint32_t>(16 * warp) < n_valid;
+  uint32_t pos_r[2], lo_r[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    pos_r[h] = row_pos[r_base + 8 * h];
+    lo_r[h] = row_lo[r_base + 8 * h];
+  }
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  float o[D / 8][4];
+#pragma unroll
+  for (int dt = 0; dt < D / 8; ++dt)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) o[dt][i] = 0.0f;
+
+  for (int c = 0; c < n_chunks; ++c) {
+    if (c + 1 < n_chunks) load_chunk(chunk0 + (c + 1) * kAttentionChunk, (c + 1) & 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    if (warp_busy) {
+      const __half* kc = k_buf + (c & 1) * kChunk * kStride;
+      const __half* vc = v_buf + (c & 1) * kChunk * kStride;
+      const uint32_t first = chunk0 + c * kAttentionChunk;
+      // Scores of 16 rows x 64 keys.
+      float sc[8][4];
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) sc[nt][i] = 0.0f;
+#pragma unroll
+      for (int kd = 0; kd < D / 16; ++kd) {
+        uint32_t ah[4], al[4];
+        const int q_row = 16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1);
+        const int q_col = 16 * kd + 8 * (lane >> 4);
+        ldmatrix_x4(ah, q_hi + q_row * kStride + q_col);
+        ldmatrix_x4(al, q_lo + q_row * kStride + q_col);
+#pragma unroll
+        for (int nt = 0; nt < 8; nt += 2) {
+          uint32_t b[4];
+          ldmatrix_x4(b, kc + (8 * (nt + (lane >> 4)) + (lane & 7)) * kStride + 16 * kd + 8 * ((lane >> 3) & 1));
+          mma_f16_k16(sc[nt], ah[0], ah[1], ah[2], ah[3], b[0], b[1]);
+          mma_f16_k16(sc[nt], al[0], al[1], al[2], al[3], b[0], b[1]);
+          mma_f16_k16(sc[nt + 1], ah[0], ah[1], ah[2], ah[3], b[2], b[3]);
+          mma_f16_k16(sc[nt + 1], al[0], al[1], al[2], al[3], b[2], b[3]);
+        }
+      }
+      // Masked log2 scores, the chunk's row maxima.
+      float m_chunk[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int h = i >> 1;
+          const uint32_t key = first + 8 * nt + 2 * tig + (i & 1);
+          const bool valid = key >= lo_r[h] && key <= pos_r[h];
+          sc[nt][i] = valid ? log2_score(sc[nt][i], p) : -INFINITY;
+          m_chunk[h] = fmaxf(m_chunk[h], sc[nt][i]);
+        }
+      }
+      float alpha[2], ref[2], row_sum[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        m_chunk[h] = fmaxf(m_chunk[h], __shfl_xor_sync(0xFFFFFFFFu, m_chunk[h], 1));
+        m_chunk[h] = fmaxf(m_chunk[h], __shfl_xor_sync(0xFFFFFFFFu, m_chunk[h], 2));
+        const float m_new = fmaxf(m_run[h], m_chunk[h]);
+        alpha[h] = rescale(m_run[h], m_new);
+        ref[h] = m_new == -INFINITY ? 0.0f : m_new;
+        m_run[h] = m_new;
+      }
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          sc[nt][i] = exp2_approx(__fsub_rn(sc[nt][i], ref[i >> 1]));
+          row_sum[i >> 1] = __fadd_rn(row_sum[i >> 1], sc[nt][i]);
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        row_sum[h] = __fadd_rn(row_sum[h], __shfl_xor_sync(0xFFFFFFFFu, row_sum[h], 1));
+        row_sum[h] = __fadd_rn(row_sum[h], __shfl_xor_sync(0xFFFFFFFFu, row_sum[h], 2));
+        l_run[h] = __fmaf_rn(l_run[h], alpha[h], row_sum[h]);
+      }
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) o[dt][i] = __fmul_rn(o[dt][i], alpha[i >> 1]);
+      // O += P V, the weights split into high and low f16 parts.
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        uint32_t ph[4], pl[4];
+        split_half2(sc[2 * j][0], sc[2 * j][1], ph[0], pl[0]);
+        split_half2(sc[2 * j][2], sc[2 * j][3], ph[1], pl[1]);
+        split_half2(sc[2 * j + 1][0], sc[2 * j + 1][1], ph[2], pl[2]);
+        split_half2(sc[2 * j + 1][2], sc[2 * j + 1][3], ph[3], pl[3]);
+#pragma unroll
+        for (int dt = 0; dt < D / 8; dt += 2) {
+          uint32_t b[4];
+          ldmatrix_x4_trans(b, vc + (16 * j + (lane & 7) + 8 * ((lane >> 3) & 1)) * kStride + 8 * (dt + (lane >> 4)));
+          mma_f16_k16(o[dt], ph[0], ph[1], ph[2], ph[3], b[0], b[1]);
+          mma_f16_k16(o[dt], pl[0], pl[1], pl[2], pl[3], b[0], b[1]);
+          mma_f16_k16(o[dt + 1], ph[0], ph[1], ph[2], ph[3], b[2], b[3]);
+          mma_f16_k16(o[dt + 1], pl[0], pl[1], pl[2], pl[3], b[2], b[3]);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+  if (!warp_busy) return;
+
+  // Rows whose keys lie in this span alone get their output; the others a
+  // record for attention_combine_kernel.
   const std::size_t rec_len = s.head_dim_v + 2;
-  float m = -FLT_MAX;
-  for (uint32_t c = 0; c < n_chunks; ++c)
-    if (recs[c * rec_len + 1] > 0.0f) m = fmaxf(m, recs[c * rec_len]);
-  float l = 0.0f;
-  for (uint32_t c = 0; c < n_chunks; ++c) {
-    const float* rec = recs + c * rec_len;
-    if (rec[1] > 0.0f) l += rec[1] * expf(rec[0] - m);
-  }
-  const float inv = 1.0f / l;
-  float* o = out + r * out_stride + std::size_t{head} * s.head_dim_v;
-  for (uint32_t d = threadIdx.x; d < s.head_dim_v; d += blockDim.x) {
-    float acc = 0.0f;
-    for (uint32_t c = 0; c < n_chunks; ++c) {
-      const float* rec = recs + c * rec_len;
-      if (rec[1] > 0.0f) acc = fmaf(rec[2 + d], expf(rec[0] - m), acc);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = r_base + 8 * h;
+    if (static_cast<uint32_t>(r) >= n_valid) continue;
+    const uint32_t first_span = lo_r[h] / kAttentionSpan, last_span = pos_r[h] / kAttentionSpan;
+    if (span < first_span || span > last_span) continue;
+    const uint32_t row = tile.first_row + static_cast<uint32_t>(r) / group;
+    const uint32_t head = kvh * group + static_cast<uint32_t>(r) % group;
+    if (first_span == last_span) {
+      float* dst = p.out + row * p.out_stride + head * s.head_dim_v;
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const uint32_t d = 8 * dt + 2 * tig + e;
+          if (d < s.head_dim_v) dst[d] = __fdiv_rn(o[dt][2 * h + e], l_run[h]);
+        }
+    } else {
+      float* rec = p.records + ((static_cast<std::size_t>(row) * s.n_head + head) * p.n_spans + span) * rec_len;
+      if (tig == 0) {
+        rec[0] = m_run[h];
+        rec[1] = l_run[h];
+      }
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const uint32_t d = 8 * dt + 2 * tig + e;
+          if (d < s.head_dim_v) rec[2 + d] = o[dt][2 * h + e];
+        }
     }
-    o[d] = acc * inv;
+  }
+}
+
+// The spans of rows with keys in more than one, folded left to right.
+__global__ void attention_combine_kernel(const SpanParams p) {
+  enter_dependent_kernel();
+  const AttentionShape& s = p.s;
+  const uint32_t row = blockIdx.x, head = blockIdx.y;
+  const uint32_t pos = p.pos[row];
+  const uint32_t first_span = first_key(s, pos) / kAttentionSpan, last_span = pos / kAttentionSpan;
+  if (first_span == last_span) return;
+  const std::size_t rec_len = s.head_dim_v + 2;
+  const float* recs = p.records + (static_cast<std::size_t>(row) * s.n_head + head) * p.n_spans * rec_len;
+  float* dst = p.out + row * p.out_stride + head * s.head_dim_v;
+  for (uint32_t d = threadIdx.x; d < s.head_dim_v; d += blockDim.x) {
+    float m = -INFINITY, l = 0.0f, o = 0.0f;
+    for (uint32_t sp = first_span; sp <= last_span; ++sp) {
+      const float* rec = recs + sp * rec_len;
+      const float m_new = fmaxf(m, rec[0]);
+      const float a = rescale(m, m_new), b = rescale(rec[0], m_new);
+      o = __fmaf_rn(rec[2 + d], b, __fmul_rn(o, a));
+      l = __fmaf_rn(rec[1], b, __fmul_rn(l, a));
+      m = m_new;
+    }
+    dst[d] = __fdiv_rn(o, l);
+  }
+}
+
+template <int D, int W>
+void launch_spans(const SpanParams& p, uint32_t n_tiles, cudaStream_t stream) {
+  constexpr int kRows = 16 * W;
+  constexpr int kStride = D + 8;
+  constexpr std::size_t kSmem =
+      (2 * kRows * kStride + 4 * kAttentionChunk * kStride) * sizeof(__half) + 2 * kRows * sizeof(uint32_t);
+  static const bool attribute_set = [] {
+    LAMINA_CUDA_CHECK(cudaFuncSetAttribute(attention_span_kernel<D, W>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
+    return true;
+  }();
+  (void)attribute_set;
+  launch_kernel(attention_span_kernel<D, W>, dim3(n_tiles, p.s.n_head_kv, p.n_spans), dim3(32 * W), kSmem, stream,
+                p);
+}
+
+template <int W>
+void launch_spans_for_width(const SpanParams& p, uint32_t n_tiles, cudaStream_t stream) {
+  const uint32_t width = std::max(p.s.head_dim_k, p.s.head_dim_v);
+  if (width <= 16) {
+    launch_spans<16, W>(p, n_tiles, stream);
+  } else if (width <= 32) {
+    launch_spans<32, W>(p, n_tiles, stream);
+  } else if (width <= 64) {
+    launch_spans<64, W>(p, n_tiles, stream);
+  } else if (width <= 128) {
+    launch_spans<128, W>(p, n_tiles, stream);
+  } else {
+    launch_spans<256, W>(p, n_tiles, stream);
   }
 }
 
 }  // namespace
 
-std::size_t attention_workspace_floats(const AttentionShape& shape, uint32_t n_rows, uint32_t n_chunks) {
-  return std::size_t{n_rows} * shape.n_head * n_chunks * (shape.head_dim_v + 2);
+const char* attention_unsupported(const AttentionShape& s) {
+  if (s.head_dim_k % 8 != 0 || s.head_dim_v % 8 != 0) return "head sizes that are not a multiple of 8";
+  if (std::max(s.head_dim_k, s.head_dim_v) > kAttentionMaxHeadDim) return "head sizes above 256";
+  if (s.n_head / s.n_head_kv > 64) return "more than 64 query heads per KV head";
+  return "";
+}
+
+uint32_t attention_tile_tokens(const AttentionShape& s) { return 64 / (s.n_head / s.n_head_kv); }
+
+uint32_t build_attention_tiles(const uint32_t* seq, uint32_t n, uint32_t tile_tokens, AttentionTile* tiles) {
+  uint32_t n_tiles = 0;
+  for (uint32_t r = 0; r < n;) {
+    uint32_t end = r + 1;
+    while (end < n && end - r < tile_tokens && seq[end] == seq[r]) ++end;
+    tiles[n_tiles++] = {r, end - r};
+    r = end;
+  }
+  return n_tiles;
+}
+
+std::size_t attention_workspace_floats(const AttentionShape& shape, uint32_t n_rows, uint32_t n_spans) {
+  return std::size_t{n_rows} * shape.n_head * n_spans * (shape.head_dim_v + 2);
 }
 
 void attention(const AttentionShape& shape, const KvView& kv, uint32_t layer, const float* q, std::size_t q_stride,
-               const uint32_t* seq, const uint32_t* pos, uint32_t n_rows, uint32_t n_chunks, float* workspace,
-               float* out, std::size_t out_stride, cudaStream_t stream) {
-  if (n_rows == 0) return;
-  const std::size_t smem = (shape.head_dim_k + kAttentionChunk) * sizeof(float);
-  launch_kernel(attention_chunks_kernel, dim3(n_chunks, shape.n_head, n_rows), dim3(kThreads), smem, stream, shape, kv,
-                layer, q, q_stride, seq, pos, n_chunks, workspace);
-  launch_kernel(attention_combine_kernel, dim3(shape.n_head, n_rows), dim3(kThreads), 0, stream, shape, n_chunks,
-                workspace, out, out_stride);
+               const uint32_t* seq, const uint32_t* pos, const AttentionTile* tiles, uint32_t n_tiles,
+               uint32_t n_rows, uint32_t n_spans, bool single_warp, float* workspace, float* out,
+               std::size_t out_stride, cudaStream_t stream) {
+  if (n_rows == 0 || n_tiles == 0) return;
+  SpanParams p;
+  p.s = shape;
+  p.kv = kv;
+  p.layer = layer;
+  p.q = q;
+  p.q_stride = q_stride;
+  p.seq = seq;
+  p.pos = pos;
+  p.tiles = tiles;
+  p.n_spans = n_spans;
+  p.scale_log2 = static_cast<float>(static_cast<double>(shape.scale) * 1.4426950408889634);
+  p.records = workspace;
+  p.out = out;
+  p.out_stride = out_stride;
+  if (single_warp) {
+    launch_spans_for_width<1>(p, n_tiles, stream);
+  } else {
+    launch_spans_for_width<4>(p, n_tiles, stream);
+  }
+  if (n_spans > 1) {
+    launch_kernel(attention_combine_kernel, dim3(n_rows, shape.n_head), dim3(shape.head_dim_v <= 64 ? 64 : 128), 0,
+                  stream, p);
+  }
 }
 
 }  // namespace lamina::cudaexec::detail

@@ -1,21 +1,39 @@
-// Attention of a batch of query rows over the f16 KV cache, split over the
-// key positions (flash-decoding): each (row, head, chunk of kChunk keys)
-// gives a partial softmax (max, sum, weighted V), then one pass combines the
-// chunks in order. Decode rows and prompt rows take the same path; the
-// chunking is fixed per position, so a row's result does not depend on the
-// batch or on how many chunks were launched.
+// Attention of a batch of query rows over the f16 KV cache, on tensor cores.
+//
+// The fixed order that makes a query's result independent of its batch,
+// of how its prompt was cut into chunks and of whether it runs in prefill
+// or decode:
+//   - key positions are grouped into spans of kAttentionSpan positions,
+//     aligned to position 0; within a span, chunks of kAttentionChunk keys
+//     are taken in order with the usual running maximum (online softmax);
+//   - a query whose keys lie in one span takes that span's result (O / l);
+//     otherwise each span's (max, sum, O) is recorded and the spans are
+//     folded left to right in one pass (attention_combine);
+//   - scores and weighted values come from f16 MMAs with f32 sums, the query
+//     and the weights split into a high and a low f16 part each (two MMAs),
+//     so they carry about 22 bits; exp is exp2 of scores pre-scaled by
+//     log2(e).
+// A block computes one span for a tile of query rows (consecutive batch rows
+// of one sequence, all query heads of one KV head); the rows of a tile are
+// independent in every operation, and a chunk that is wholly masked for a
+// row leaves that row's state unchanged bit for bit, so a row gets the same
+// bits in any tile, and a decode step (one span per block, split over the
+// KV length) the same bits as a prefill.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "ops.h"
 
 namespace lamina::cudaexec::detail {
 
-inline constexpr uint32_t kAttentionChunk = 256;
+inline constexpr uint32_t kAttentionSpan = 256;
+inline constexpr uint32_t kAttentionChunk = 64;
+inline constexpr uint32_t kAttentionMaxHeadDim = 256;
 
 struct AttentionShape {
   uint32_t n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
@@ -24,15 +42,37 @@ struct AttentionShape {
   uint32_t window = 0;   // 0: every earlier position
 };
 
-// Floats of partial-result workspace for n_rows rows and up to n_chunks chunks.
-std::size_t attention_workspace_floats(const AttentionShape& shape, uint32_t n_rows, uint32_t n_chunks);
+// Consecutive batch rows of one sequence whose queries share their KV loads.
+struct AttentionTile {
+  uint32_t first_row = 0;
+  uint32_t n_tokens = 0;
+};
 
-// out[r][head * head_dim_v + d] for n_rows query rows q[r] (stride q_stride),
-// each attending to positions [max(0, pos - window + 1), pos] of its
-// sequence's cache at `layer`. n_chunks must cover the longest row
-// (ceil((max pos + 1) / kAttentionChunk)); launching more is allowed.
+// Why a model's attention cannot run on the GPU ("" when it can).
+const char* attention_unsupported(const AttentionShape& shape);
+
+// Tokens per tile: 64 query rows per block, n_head / n_head_kv rows per token.
+uint32_t attention_tile_tokens(const AttentionShape& shape);
+
+// Cuts a batch (host arrays of n rows) into tiles of at most tile_tokens
+// consecutive rows of one sequence; returns their number (at most n).
+uint32_t build_attention_tiles(const uint32_t* seq, uint32_t n, uint32_t tile_tokens, AttentionTile* tiles);
+
+// Spans a batch needs: those of its latest position.
+inline uint32_t attention_spans(uint32_t max_pos) { return max_pos / kAttentionSpan + 1; }
+
+// Floats of span records for n_rows rows and up to n_spans spans.
+std::size_t attention_workspace_floats(const AttentionShape& shape, uint32_t n_rows, uint32_t n_spans);
+
+// out[r][head * head_dim_v + d] for n_rows query rows q[r] (stride
+// q_stride, f32), each attending to positions [max(0, pos - window + 1),
+// pos] of its sequence's cache at `layer`. tiles (device, n_tiles of them)
+// cover the rows; n_spans covers the latest position (launching more is
+// allowed: blocks past a row's keys do nothing). `single_warp` runs one
+// 16-row warp per block (for tiles of one token when n_head / n_head_kv <= 16).
 void attention(const AttentionShape& shape, const KvView& kv, uint32_t layer, const float* q, std::size_t q_stride,
-               const uint32_t* seq, const uint32_t* pos, uint32_t n_rows, uint32_t n_chunks, float* workspace,
-               float* out, std::size_t out_stride, cudaStream_t stream);
+               const uint32_t* seq, const uint32_t* pos, const AttentionTile* tiles, uint32_t n_tiles,
+               uint32_t n_rows, uint32_t n_spans, bool single_warp, float* workspace, float* out,
+               std::size_t out_stride, cudaStream_t stream);
 
 }  // namespace lamina::cudaexec::detail

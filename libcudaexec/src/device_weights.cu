@@ -89,12 +89,17 @@ DeviceMatrix DeviceMatrix::expert(uint32_t e) const {
   return m;
 }
 
+// The tensor-core kernels copy whole 16-byte chunks around each weight
+// segment, up to 47 bytes past a matrix's last byte: the weights end with
+// this much slack.
+constexpr std::size_t kTailSlack = 256;
+
 std::size_t device_weight_bytes(const ModelDesc& model) {
   BumpLayout layout;
   Placer p(layout, false);
   DeviceWeights w;
   place_all(model, p, w);
-  return layout.size();
+  return layout.size() + kTailSlack;
 }
 
 DeviceWeights upload_weights(const ModelDesc& model) {

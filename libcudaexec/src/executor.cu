@@ -26,10 +26,11 @@ struct HostStaging {
   uint32_t* seq = nullptr;
   int32_t* out_rows = nullptr;
   int32_t* argmax = nullptr;
+  AttentionTile* tiles = nullptr;
   void* block = nullptr;
 
   HostStaging(uint32_t rows, uint32_t logit_rows) {
-    const std::size_t bytes = (3 * std::size_t{rows} + 2 * logit_rows) * 4;
+    const std::size_t bytes = (3 * std::size_t{rows} + 2 * logit_rows) * 4 + rows * sizeof(AttentionTile);
     LAMINA_CUDA_CHECK(cudaMallocHost(&block, bytes));
     auto* p = static_cast<uint32_t*>(block);
     ids = reinterpret_cast<int32_t*>(p);
@@ -37,6 +38,7 @@ struct HostStaging {
     seq = p + 2 * rows;
     out_rows = reinterpret_cast<int32_t*>(p + 3 * rows);
     argmax = out_rows + logit_rows;
+    tiles = reinterpret_cast<AttentionTile*>(argmax + logit_rows);
   }
   ~HostStaging() {
     if (block) (void)cudaFreeHost(block);
@@ -61,12 +63,18 @@ struct Executor::Impl {
   template <typename Consume>
   void for_each_step(std::span<const StepToken> batch, bool want_argmax, Consume&& consume);
   cudaGraphExec_t graph_for(uint32_t n);
+  // The attention launch of a step whose rows are one token each (tiles
+  // written by run_step).
+  ForwardStep::AttentionLaunch decode_attention(uint32_t n, uint32_t n_spans) const {
+    return {n, n_spans, attention_shape.n_head / attention_shape.n_head_kv <= 16};
+  }
   void check_batch(std::span<const StepToken> batch) const;
 
   ModelDesc model;
   ExecutorOptions options;
   DeviceInfo info;
   StepSizes sizes;
+  AttentionShape attention_shape;
   cudaStream_t stream = nullptr;
   DeviceWeights weights;
   DeviceAllocation kv_storage;
@@ -97,7 +105,12 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
 
   sizes.max_rows = o.max_batch;
   sizes.max_logit_rows = std::min(o.max_batch, o.max_logit_rows ? o.max_logit_rows : std::max(o.n_seq, 64u));
-  sizes.max_chunks = (o.n_ctx + kAttentionChunk - 1) / kAttentionChunk;
+  sizes.max_spans = attention_spans(o.n_ctx - 1);
+  attention_shape = {m.n_head, m.n_head_kv, m.head_dim_k, m.head_dim_v};
+  if (const char* why = attention_unsupported(attention_shape); *why != '\0')
+    throw CudaError(std::string("the GPU attention does not support ") + why + " (head sizes " +
+                    std::to_string(m.head_dim_k) + "/" + std::to_string(m.head_dim_v) + ", " +
+                    std::to_string(m.n_head) + " query heads, " + std::to_string(m.n_head_kv) + " KV heads)");
 
   // Everything is sized before anything is allocated, so a model that does
   // not fit fails with one clear message.
@@ -124,6 +137,9 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
   kv_storage = DeviceAllocation(kv_bytes, "the KV cache");
   kv.k = static_cast<__half*>(kv_storage.get());
   kv.v = kv.k + kv_elems * kv.k_dim;
+  // Attention weighs the keys past a query's position by exactly 0; the
+  // values there must be finite (0 times NaN is NaN), so the cache starts zeroed.
+  LAMINA_CUDA_CHECK(cudaMemset(kv_storage.get(), 0, kv_bytes));
   step_storage = DeviceAllocation(step_bytes, "the workspace");
   BumpLayout place(step_storage.get());
   buffers = layout_step_buffers(m, sizes, place);
@@ -176,7 +192,7 @@ cudaGraphExec_t Executor::Impl::graph_for(uint32_t n) {
   cudaGraphExec_t exec = nullptr;
   LAMINA_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   try {
-    step->enqueue(n, n, sizes.max_chunks, stream);
+    step->enqueue(n, n, decode_attention(n, sizes.max_spans), stream);
   } catch (...) {
     (void)cudaStreamEndCapture(stream, &graph);
     if (graph) (void)cudaGraphDestroy(graph);
@@ -207,18 +223,28 @@ uint32_t Executor::Impl::run_step(std::span<const StepToken> batch, bool want_ar
     max_pos = std::max(max_pos, batch[i].pos);
     if (batch[i].logits) staging->out_rows[n_out++] = static_cast<int32_t>(i);
   }
+  const bool decode_shape = n <= options.n_seq && n_out == n && after_layer == nullptr;
+  cudaGraphExec_t exec = graphs_ok && decode_shape ? graph_for(n) : nullptr;
+  ForwardStep::AttentionLaunch attention;
+  if (exec) {
+    for (uint32_t i = 0; i < n; ++i) staging->tiles[i] = {i, 1};
+    attention = decode_attention(n, sizes.max_spans);
+  } else {
+    attention.n_tiles =
+        build_attention_tiles(staging->seq, n, attention_tile_tokens(attention_shape), staging->tiles);
+    attention.n_spans = attention_spans(max_pos);
+    attention.single_warp = attention.n_tiles == n && attention_shape.n_head / attention_shape.n_head_kv <= 16;
+  }
   const std::size_t rows_bytes = std::size_t{sizes.max_rows} * 4;
   LAMINA_CUDA_CHECK(cudaMemcpyAsync(buffers.ids, staging->ids, 3 * rows_bytes, cudaMemcpyHostToDevice, stream));
   LAMINA_CUDA_CHECK(
       cudaMemcpyAsync(buffers.out_rows, staging->out_rows, n_out * 4, cudaMemcpyHostToDevice, stream));
-
-  const bool decode_shape = n <= options.n_seq && n_out == n && after_layer == nullptr;
-  cudaGraphExec_t exec = graphs_ok && decode_shape ? graph_for(n) : nullptr;
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(buffers.tiles, staging->tiles, attention.n_tiles * sizeof(AttentionTile),
+                                    cudaMemcpyHostToDevice, stream));
   if (exec) {
     LAMINA_CUDA_CHECK(cudaGraphLaunch(exec, stream));
   } else {
-    const uint32_t n_chunks = max_pos / kAttentionChunk + 1;
-    step->enqueue(n, n_out, n_chunks, stream, after_layer);
+    step->enqueue(n, n_out, attention, stream, after_layer);
   }
   if (want_argmax && n_out > 0) argmax_rows(buffers.logits, model.n_vocab, n_out, buffers.argmax_parts, buffers.argmax, stream);
   return n_out;

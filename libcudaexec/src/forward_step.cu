@@ -35,6 +35,7 @@ StepBuffers layout_step_buffers(const ModelDesc& m, const StepSizes& s, BumpLayo
   b.pos = meta ? meta + R : nullptr;
   b.seq = meta ? meta + 2 * R : nullptr;
   b.out_rows = layout.take<int32_t>(L);
+  b.tiles = layout.take<AttentionTile>(R);
   b.argmax = layout.take<int32_t>(L);
   b.x = layout.take<float>(R * m.n_embd);
   b.h = layout.take<float>(R * m.n_embd);
@@ -45,7 +46,7 @@ StepBuffers layout_step_buffers(const ModelDesc& m, const StepSizes& s, BumpLayo
   b.up = layout.take<float>(R * ff_width(m));
   b.logits = layout.take<float>(L * m.n_vocab);
   AttentionShape shape{m.n_head, m.n_head_kv, m.head_dim_k, m.head_dim_v};
-  b.attention = layout.take<float>(attention_workspace_floats(shape, s.max_rows, s.max_chunks));
+  b.attention = layout.take<float>(attention_workspace_floats(shape, s.max_rows, s.max_spans));
   // The widest activation row: f32 (the float formats) is the largest layout.
   const uint32_t max_in = std::max({m.n_embd, m.n_ff, m.n_head * m.head_dim_v});
   const std::size_t act_bytes = R * activation_row_stride(quant::QuantFormat::F32, max_in);
@@ -186,7 +187,7 @@ void ForwardStep::activate(const DeviceMatrix& next, const float* gate, const fl
   gated_activation(m_.ffn, gate, up, in_stride, ff, n, b_.gelu_table, out, ff, stream);
 }
 
-void ForwardStep::attention_block(uint32_t layer, uint32_t n, uint32_t n_chunks, cudaStream_t stream) {
+void ForwardStep::attention_block(uint32_t layer, uint32_t n, const AttentionLaunch& launch, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
   const uint32_t E = m_.n_embd, F = qkv_dim(m_), qd = q_dim(m_), kd = k_dim(m_);
   norm_input(l.wqkv ? l.wqkv : l.wq, l.attn_norm, l.attn_norm_bias, nullptr, n, stream);
@@ -204,8 +205,8 @@ void ForwardStep::attention_block(uint32_t layer, uint32_t n, uint32_t n_chunks,
   prepare_qkv(shape, q, k, v, F, n, l.q_norm, l.k_norm, b_.rope, b_.pos, b_.seq, kv_, layer, stream);
 
   const std::size_t out_stride = std::size_t{m_.n_head} * m_.head_dim_v;
-  attention(attention_shape(m_, m_.layers[layer]), kv_, layer, q, F, b_.seq, b_.pos, n, n_chunks, b_.attention,
-            b_.attn_out, out_stride, stream);
+  attention(attention_shape(m_, m_.layers[layer]), kv_, layer, q, F, b_.seq, b_.pos, b_.tiles, launch.n_tiles, n,
+            launch.n_spans, launch.single_warp, b_.attention, b_.attn_out, out_stride, stream);
   forget_activations();
   if (l.post_attn_norm) {
     linear(l.wo, b_.attn_out, n, b_.proj, E, l.bo, nullptr, stream);
@@ -250,7 +251,7 @@ void ForwardStep::ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream) {
   }
 }
 
-void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, uint32_t n_chunks, cudaStream_t stream,
+void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionLaunch& attention, cudaStream_t stream,
                           const std::function<void(int)>* after_layer) {
   const uint32_t E = m_.n_embd;
   forget_activations();
@@ -263,7 +264,7 @@ void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, uint32_t n_chunks, 
   if (m_.rope != RopeKind::None) rope_table(b_.inv_freq, b_.pos, n, m_.rope_dims / 2, b_.rope, stream);
   if (after_layer) (*after_layer)(-1);
   for (uint32_t layer = 0; layer < m_.n_layer; ++layer) {
-    attention_block(layer, n, n_chunks, stream);
+    attention_block(layer, n, attention, stream);
     ffn_block(layer, n, stream);
     if (after_layer) (*after_layer)(static_cast<int>(layer));
   }

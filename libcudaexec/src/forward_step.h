@@ -23,6 +23,7 @@ struct StepBuffers {
   uint32_t* pos = nullptr;      // [rows]
   uint32_t* seq = nullptr;      // [rows]
   int32_t* out_rows = nullptr;  // [logit rows] batch rows that want logits
+  AttentionTile* tiles = nullptr;  // [rows] the attention's query tiles
   int32_t* argmax = nullptr;    // [logit rows]
   float *x = nullptr, *h = nullptr, *qkv = nullptr, *attn_out = nullptr, *proj = nullptr;
   float *gate = nullptr, *up = nullptr, *logits = nullptr, *attention = nullptr;
@@ -44,7 +45,7 @@ inline constexpr uint32_t kMaxExperts = 256;
 struct StepSizes {
   uint32_t max_rows = 0;
   uint32_t max_logit_rows = 0;
-  uint32_t max_chunks = 0;  // attention chunks covering n_ctx
+  uint32_t max_spans = 0;  // attention spans covering n_ctx
 };
 
 // Lays out the buffers in `layout` (pass a null-based layout to measure).
@@ -54,11 +55,18 @@ class ForwardStep {
  public:
   ForwardStep(const ModelDesc& model, const DeviceWeights& weights, const KvView& kv, const StepBuffers& buffers);
 
-  // Enqueues the step for n rows (ids/pos/seq/out_rows already on the
-  // device), n_logit_rows of them wanting logits, attention over n_chunks
-  // chunks. after_layer(i) runs on the host after enqueuing layer i (-1: the
-  // embedding), for tracing.
-  void enqueue(uint32_t n, uint32_t n_logit_rows, uint32_t n_chunks, cudaStream_t stream,
+  // How a step's attention is launched: its query tiles (already on the
+  // device), the spans covering its latest position, one warp per tile.
+  struct AttentionLaunch {
+    uint32_t n_tiles = 0;
+    uint32_t n_spans = 0;
+    bool single_warp = false;
+  };
+
+  // Enqueues the step for n rows (ids/pos/seq/out_rows/tiles already on the
+  // device), n_logit_rows of them wanting logits. after_layer(i) runs on the
+  // host after enqueuing layer i (-1: the embedding), for tracing.
+  void enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionLaunch& attention, cudaStream_t stream,
                const std::function<void(int)>* after_layer = nullptr);
 
  private:
@@ -73,7 +81,7 @@ class ForwardStep {
   // quantized for `next`, the matrix that reads out.
   void activate(const DeviceMatrix& next, const float* gate, const float* up, std::size_t in_stride, float* out,
                 uint32_t n, cudaStream_t stream);
-  void attention_block(uint32_t layer, uint32_t n, uint32_t n_chunks, cudaStream_t stream);
+  void attention_block(uint32_t layer, uint32_t n, const AttentionLaunch& launch, cudaStream_t stream);
   void ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream);
   // The routed FFN of a mixture of experts into b_.proj. The routing is
   // decided on the host (as the CPU path does it), so this step cannot be

@@ -20,6 +20,10 @@ namespace {
 using detail::activation_format;
 using detail::activation_layout;
 
+// Bytes after a weight matrix that the tensor-core kernels may read (whole
+// 16-byte chunks around the last segment), as device_weights.cu leaves.
+constexpr std::size_t kWeightSlack = 256;
+
 // Device memory owned for the length of one check.
 class DeviceBuffer {
  public:
@@ -148,7 +152,7 @@ std::vector<float> check_matmul(quant::QuantFormat weight_format, const void* w,
                                 const float* x, uint32_t n_rows, const float* bias, const float* residual,
                                 MatmulPath path) {
   const std::size_t w_bytes = quant::row_bytes(weight_format, n_in) * n_out;
-  DeviceBuffer w_dev(w_bytes);
+  DeviceBuffer w_dev(w_bytes + kWeightSlack);
   w_dev.upload(w, w_bytes);
   const DeviceActivations act(weight_format, x, n_in, n_rows);
   DeviceBuffer bias_dev(bias != nullptr ? n_out * sizeof(float) : 0);
@@ -198,7 +202,7 @@ std::vector<std::vector<float>> check_matmul_group(const std::vector<CheckMatrix
       act = acts.end() - 1;
     }
     const std::size_t w_bytes = quant::row_bytes(m.format, n_in) * m.n_out;
-    DeviceBuffer* w_dev = buffers.emplace_back(std::make_unique<DeviceBuffer>(w_bytes)).get();
+    DeviceBuffer* w_dev = buffers.emplace_back(std::make_unique<DeviceBuffer>(w_bytes + kWeightSlack)).get();
     w_dev->upload(m.w, w_bytes);
     DeviceBuffer* y_dev =
         buffers.emplace_back(std::make_unique<DeviceBuffer>(std::size_t{m.n_out} * n_rows * sizeof(float))).get();
@@ -258,7 +262,7 @@ double time_matvec_us(quant::QuantFormat weight_format, const void* w, uint32_t 
   LAMINA_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
   const std::size_t w_bytes = quant::row_bytes(weight_format, n_in) * n_out;
   const std::size_t copies = std::max<std::size_t>(2, (2 * static_cast<std::size_t>(l2_bytes)) / w_bytes + 1);
-  DeviceBuffer w_dev(w_bytes * copies);
+  DeviceBuffer w_dev(w_bytes * copies + kWeightSlack);
   for (std::size_t c = 0; c < copies; ++c) {
     LAMINA_CUDA_CHECK(cudaMemcpy(w_dev.get<uint8_t>() + c * w_bytes, w, w_bytes, cudaMemcpyHostToDevice));
   }

@@ -8,7 +8,7 @@
 #include "activation_layout.h"
 #include "lamina/quant/blocks.h"
 #include "matmul_mma.h"
-#include "matvec_kernel.cuh"
+#include "matvec_quant.cuh"
 
 namespace lamina::cudaexec::detail {
 
@@ -39,6 +39,11 @@ ActivationLayout activation_layout(QuantFormat act_format, uint32_t n_in) {
   l.scale_offset = l.qs_offset + n_in;
   l.sum_offset = l.scale_offset + n_blocks * sizeof(float);
   l.stride = align16(l.sum_offset + n_sums * sizeof(int32_t));
+  if (act_format == QuantFormat::Q8_K) {
+    l.split32_offset = l.stride;
+    l.split16_offset = l.split32_offset + n_blocks * 32;
+    l.stride = l.split16_offset + n_blocks * 32;
+  }
   return l;
 }
 
@@ -46,10 +51,33 @@ std::size_t activation_row_stride(QuantFormat act_format, uint32_t n_in) {
   return activation_layout(act_format, n_in).stride;
 }
 
+MatvecParams matvec_params(const MatmulArgs& args, uint32_t elems_per_unit) {
+  const ActivationLayout layout = activation_layout(activation_format(args.format), args.n_in);
+  MatvecParams p;
+  p.w = static_cast<const uint8_t*>(args.w);
+  p.w_row_bytes = quant::row_bytes(args.format, args.n_in);
+  p.n_out = args.n_out;
+  p.n_units = args.n_in / elems_per_unit;
+  p.act.base = static_cast<const uint8_t*>(args.act);
+  p.act.stride = layout.stride;
+  p.act.qs_offset = static_cast<uint32_t>(layout.qs_offset);
+  p.act.scale_offset = static_cast<uint32_t>(layout.scale_offset);
+  p.act.sum_offset = static_cast<uint32_t>(layout.sum_offset);
+  p.n_rows = args.n_rows;
+  p.y = args.y;
+  p.y_stride = args.y_stride;
+  p.bias = args.bias;
+  p.residual = args.residual;
+  return p;
+}
+
 void matmul(const MatmulArgs& args, cudaStream_t stream) {
-  // Many activation rows: the tensor-core kernel (bit-identical results).
-  if (prefer_mma(args.n_rows, args.n_out) && matmul_mma(args, stream)) return;
-  if (launch_matmul_q32(args, stream) || launch_matmul_kquants(args, stream) || launch_matmul_float(args, stream)) {
+  if (args.n_out == 0 || args.n_rows == 0) return;
+  // Quantized weights: one row through the matvec, more through the tensor
+  // cores (the same bits either way); float weights through their matvec.
+  if (args.n_rows > 1 && matmul_mma(args, stream)) return;
+  if ((args.n_rows == 1 && (launch_matmul_q32(args, stream) || launch_matmul_kquants(args, stream))) ||
+      launch_matmul_float(args, stream)) {
     return;
   }
   throw CudaError("matmul: no GPU kernel for weight format " +

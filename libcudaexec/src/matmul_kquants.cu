@@ -1,28 +1,25 @@
-// Matrix products of the 256-value super-block formats (Q2_K, Q3_K, Q4_K,
-// Q5_K, Q6_K, IQ4_XS) with Q8_K activations.
+// One-row products of the 256-value super-block formats (Q2_K, Q3_K, Q4_K,
+// Q5_K, Q6_K, IQ4_XS) with Q8_K activations (matvec_superblock_kernel).
 //
 // A super-block is split into work units that neighbouring lanes take, so a
 // warp reads each block's bytes side by side: 32 values per unit (Q4_K, Q5_K,
 // Q6_K, IQ4_XS: 16 bytes of packed values, one 16-byte load where the block
 // size allows) or 64 (Q2_K, Q3_K, whose 2-bit values of 4 sub-blocks share a
-// byte). Within a unit everything is integer: __dp4a per 16 values, times the
-// sub-block scale, and minima through the activations' 16-value sums; one f32
-// scaling per unit by d_w * d_a.
-#include "matvec_kernel.cuh"
+// byte). A unit's sums are integers: __dp4a per 16 values times the sub-block
+// scale, and minima through the activations' 16-value sums.
+#include "matvec_quant.cuh"
 
 namespace lamina::cudaexec::detail {
 namespace {
 
-// The activation values of a unit at `offset` in row r, dotted with w.
-__device__ __forceinline__ int act_dot16(const ActRows& act, int r, uint32_t offset, const int (&w)[4]) {
-  return dot16(w, act.qs16(r, offset));
+// The activation values of a unit at `offset`, dotted with w.
+__device__ __forceinline__ int act_dot16(const ActRows& act, uint32_t offset, const int (&w)[4]) {
+  return dot16(w, act.qs16(0, offset));
 }
 
-struct Q2_K {
+struct UnitsQ2_K {
   static constexpr uint32_t kUnits = 4;  // 64 values: 16 bytes of qs, 4 sub-blocks
-  template <int R>
-  __device__ static void accumulate(const uint8_t* wrow, uint32_t unit, const ActRows& act, int nr,
-                                    float (&acc)[R]) {
+  __device__ static int2 unit_sums(const uint8_t* wrow, uint32_t unit, const ActRows& act) {
     const uint32_t b = unit / kUnits;
     const int half = static_cast<int>(unit & 2) >> 1;
     const int part = static_cast<int>(unit & 1);
@@ -33,42 +30,26 @@ struct Q2_K {
     uint32_t q[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) q[i] = load_u32(blk + 16 + 32 * half + 16 * part + 4 * i);
-    const uint32_t dd = load_u32(blk + 80);
-    const float d = half_bits_to_float(dd & 0xFFFFu);
-    const float dmin = half_bits_to_float(dd >> 16);
-
     // Group s: bits 2s of the bytes, sub-block 8 * half + 2s + part.
-    int w[4][4];
-    int sc[4];
-#pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      sc[s] = byte_at(s < 2 ? scales_lo : scales_hi, part + 2 * (s & 1));
-#pragma unroll
-      for (int i = 0; i < 4; ++i) w[s][i] = static_cast<int>((q[i] >> (2 * s)) & 0x03030303u);
-    }
     const uint32_t base = b * quant::kQK_K + 128 * half + 16 * part;
     const uint32_t group = b * 16 + 8 * half + part;
+    int isum = 0, msum = 0;
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      if (r < nr) {
-        int isum = 0;
-        int msum = 0;
+    for (int s = 0; s < 4; ++s) {
+      const int sc = byte_at(s < 2 ? scales_lo : scales_hi, part + 2 * (s & 1));
+      int w[4];
 #pragma unroll
-        for (int s = 0; s < 4; ++s) {
-          isum += (sc[s] & 0xF) * act_dot16(act, r, base + 32 * s, w[s]);
-          msum += (sc[s] >> 4) * act.sum(r, group + 2 * s);
-        }
-        acc[r] = add_scaled_mins(acc[r], isum, d, msum, dmin, act.scale(r, b));
-      }
+      for (int i = 0; i < 4; ++i) w[i] = static_cast<int>((q[i] >> (2 * s)) & 0x03030303u);
+      isum += (sc & 0xF) * act_dot16(act, base + 32 * s, w);
+      msum += (sc >> 4) * act.sum(0, group + 2 * s);
     }
+    return make_int2(isum, msum);
   }
 };
 
-struct Q3_K {
+struct UnitsQ3_K {
   static constexpr uint32_t kUnits = 4;  // as Q2_K, plus the high bits from hmask
-  template <int R>
-  __device__ static void accumulate(const uint8_t* wrow, uint32_t unit, const ActRows& act, int nr,
-                                    float (&acc)[R]) {
+  __device__ static int2 unit_sums(const uint8_t* wrow, uint32_t unit, const ActRows& act) {
     const uint32_t b = unit / kUnits;
     const int half = static_cast<int>(unit & 2) >> 1;
     const int part = static_cast<int>(unit & 1);
@@ -82,44 +63,32 @@ struct Q3_K {
     const uint32_t s0 = load_u32_a2(blk + 96);
     const uint32_t s1 = load_u32_a2(blk + 100);
     const uint32_t s2 = load_u32_a2(blk + 104);
-    const float d = load_f16(blk + 108);
-
     // Value = low 2 bits + 4 * hmask bit - 4; hmask bit 4 * half + s.
-    int w[4][4];
-    int sc[4];
+    const uint32_t base = b * quant::kQK_K + 128 * half + 16 * part;
+    int isum = 0;
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
-      sc[s] = q3k_scale(s0, s1, s2, 8 * half + part + 2 * s);
+      int w[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const uint32_t low = (q[i] >> (2 * s)) & 0x03030303u;
         const uint32_t high = ((h[i] >> (4 * half + s)) & 0x01010101u) << 2;
-        w[s][i] = static_cast<int>(__vsub4(low | high, 0x04040404u));
+        w[i] = static_cast<int>(__vsub4(low | high, 0x04040404u));
       }
+      isum += q3k_scale(s0, s1, s2, 8 * half + part + 2 * s) * act_dot16(act, base + 32 * s, w);
     }
-    const uint32_t base = b * quant::kQK_K + 128 * half + 16 * part;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      if (r < nr) {
-        int isum = 0;
-#pragma unroll
-        for (int s = 0; s < 4; ++s) isum += sc[s] * act_dot16(act, r, base + 32 * s, w[s]);
-        acc[r] = add_scaled(acc[r], isum, d, act.scale(r, b));
-      }
-    }
+    return make_int2(isum, 0);
   }
 };
 
 // Q4_K and Q5_K: unit = 16 bytes of qs = 16 values of sub-block 2j (low
 // nibbles) and 16 of sub-block 2j + 1 (high nibbles).
 template <bool kFifthBit>
-struct Q45_K {
+struct UnitsQ45_K {
   static constexpr uint32_t kUnits = 8;
   static constexpr uint32_t kBlockBytes = kFifthBit ? sizeof(quant::BlockQ5_K) : sizeof(quant::BlockQ4_K);
   static constexpr uint32_t kQsOffset = kFifthBit ? 48 : 16;
-  template <int R>
-  __device__ static void accumulate(const uint8_t* wrow, uint32_t unit, const ActRows& act, int nr,
-                                    float (&acc)[R]) {
+  __device__ static int2 unit_sums(const uint8_t* wrow, uint32_t unit, const ActRows& act) {
     const uint32_t b = unit / kUnits;
     const int j = static_cast<int>(unit & 7) >> 1;
     const int h = static_cast<int>(unit & 1);
@@ -127,11 +96,6 @@ struct Q45_K {
     const uint4 head = load_u128(blk);  // d, dmin, 12 bytes of scales
     const uint4 qs = load_u128(blk + kQsOffset + 32 * j + 16 * h);
     const KScales ks = unpack_k_scales(head.y, head.z, head.w);
-    const int sc_lo = k_scale(ks, 2 * j), sc_hi = k_scale(ks, 2 * j + 1);
-    const int m_lo = k_min(ks, 2 * j), m_hi = k_min(ks, 2 * j + 1);
-    const float d = half_bits_to_float(head.x & 0xFFFFu);
-    const float dmin = half_bits_to_float(head.x >> 16);
-
     const uint32_t words[4] = {qs.x, qs.y, qs.z, qs.w};
     int lo[4], hi[4];
 #pragma unroll
@@ -151,14 +115,9 @@ struct Q45_K {
     }
     const uint32_t base = b * quant::kQK_K + 64 * j + 16 * h;
     const uint32_t group = b * 16 + 4 * j + h;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      if (r < nr) {
-        const int isum = sc_lo * act_dot16(act, r, base, lo) + sc_hi * act_dot16(act, r, base + 32, hi);
-        const int msum = m_lo * act.sum(r, group) + m_hi * act.sum(r, group + 2);
-        acc[r] = add_scaled_mins(acc[r], isum, d, msum, dmin, act.scale(r, b));
-      }
-    }
+    const int isum = k_scale(ks, 2 * j) * act_dot16(act, base, lo) + k_scale(ks, 2 * j + 1) * act_dot16(act, base + 32, hi);
+    const int msum = k_min(ks, 2 * j) * act.sum(0, group) + k_min(ks, 2 * j + 1) * act.sum(0, group + 2);
+    return make_int2(isum, msum);
   }
 };
 
@@ -166,11 +125,9 @@ struct Q45_K {
 // their low nibbles are values 16t + l (sub-block 8 * half + t), their high
 // nibbles values 64 + 16t + l (sub-block 8 * half + 4 + t); the 2 high bits
 // of both come from qh bytes 16 (t % 2) + l.
-struct Q6_K {
+struct UnitsQ6_K {
   static constexpr uint32_t kUnits = 8;
-  template <int R>
-  __device__ static void accumulate(const uint8_t* wrow, uint32_t unit, const ActRows& act, int nr,
-                                    float (&acc)[R]) {
+  __device__ static int2 unit_sums(const uint8_t* wrow, uint32_t unit, const ActRows& act) {
     const uint32_t b = unit / kUnits;
     const int half = static_cast<int>(unit & 4) >> 2;
     const int t = static_cast<int>(unit & 3);
@@ -184,8 +141,6 @@ struct Q6_K {
     const auto* scales = reinterpret_cast<const signed char*>(blk + 192 + 8 * half + t);
     const int sc_a = __ldg(scales);
     const int sc_b = __ldg(scales + 4);
-    const float d = load_f16(blk + 208);
-
     const int shift = 2 * (t >> 1);
     int wa[4], wb[4];
 #pragma unroll
@@ -196,33 +151,19 @@ struct Q6_K {
       wb[i] = static_cast<int>(__vsub4(vb, 0x20202020u));
     }
     const uint32_t base = b * quant::kQK_K + 128 * half + 16 * t;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      if (r < nr) {
-        const int isum = sc_a * act_dot16(act, r, base, wa) + sc_b * act_dot16(act, r, base + 64, wb);
-        acc[r] = add_scaled(acc[r], isum, d, act.scale(r, b));
-      }
-    }
+    return make_int2(sc_a * act_dot16(act, base, wa) + sc_b * act_dot16(act, base + 64, wb), 0);
   }
 };
 
 // IQ4_XS: unit = one 32-value sub-block, 16 bytes of codebook indices.
-struct IQ4_XS {
+struct UnitsIQ4_XS {
   static constexpr uint32_t kUnits = 8;
-  template <int R>
-  __device__ static void accumulate(const uint8_t* wrow, uint32_t unit, const ActRows& act, int nr,
-                                    float (&acc)[R]) {
+  __device__ static int2 unit_sums(const uint8_t* wrow, uint32_t unit, const ActRows& act) {
     const uint32_t b = unit / kUnits;
     const int sub = static_cast<int>(unit & 7);
     const uint8_t* blk = wrow + b * sizeof(quant::BlockIQ4_XS);
-    const uint2 head = load_u64(blk);  // d, scales_h, scales_l[4]
     const uint2 q01 = load_u64(blk + 8 + 16 * sub);
     const uint2 q23 = load_u64(blk + 16 + 16 * sub);
-    const float d = half_bits_to_float(head.x & 0xFFFFu);
-    const int low = (byte_at(head.y, sub >> 1) >> (4 * (sub & 1))) & 0xF;
-    const int high = static_cast<int>((head.x >> (16 + 2 * sub)) & 3u);
-    const int scale = (low | (high << 4)) - 32;
-
     const uint32_t words[4] = {q01.x, q01.y, q23.x, q23.y};
     int lo[4], hi[4];
 #pragma unroll
@@ -231,31 +172,23 @@ struct IQ4_XS {
       hi[i] = iq4_lookup4((words[i] >> 4) & 0x0F0F0F0Fu);
     }
     const uint32_t base = b * quant::kQK_K + 32 * sub;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      if (r < nr) {
-        const int isum = scale * (act_dot16(act, r, base, lo) + act_dot16(act, r, base + 16, hi));
-        acc[r] = add_scaled(acc[r], isum, d, act.scale(r, b));
-      }
-    }
+    uint32_t scales[4];
+    FmtIQ4_XS::sub_scales<GlobalMem>(blk, scales);
+    const int scale = scale_byte(scales, sub);
+    return make_int2(scale * (act_dot16(act, base, lo) + act_dot16(act, base + 16, hi)), 0);
   }
 };
-
-template <class F>
-void launch(const MatmulArgs& args, cudaStream_t stream) {
-  launch_matvec<F>(args, quant::kQK_K / F::kUnits, stream);
-}
 
 }  // namespace
 
 bool launch_matmul_kquants(const MatmulArgs& args, cudaStream_t stream) {
   switch (args.format) {
-    case QuantFormat::Q2_K: launch<Q2_K>(args, stream); return true;
-    case QuantFormat::Q3_K: launch<Q3_K>(args, stream); return true;
-    case QuantFormat::Q4_K: launch<Q45_K<false>>(args, stream); return true;
-    case QuantFormat::Q5_K: launch<Q45_K<true>>(args, stream); return true;
-    case QuantFormat::Q6_K: launch<Q6_K>(args, stream); return true;
-    case QuantFormat::IQ4_XS: launch<IQ4_XS>(args, stream); return true;
+    case QuantFormat::Q2_K: launch_matvec_superblock<UnitsQ2_K, FmtQ2_K>(args, stream); return true;
+    case QuantFormat::Q3_K: launch_matvec_superblock<UnitsQ3_K, FmtQ3_K>(args, stream); return true;
+    case QuantFormat::Q4_K: launch_matvec_superblock<UnitsQ45_K<false>, FmtQ4_K>(args, stream); return true;
+    case QuantFormat::Q5_K: launch_matvec_superblock<UnitsQ45_K<true>, FmtQ5_K>(args, stream); return true;
+    case QuantFormat::Q6_K: launch_matvec_superblock<UnitsQ6_K, FmtQ6_K>(args, stream); return true;
+    case QuantFormat::IQ4_XS: launch_matvec_superblock<UnitsIQ4_XS, FmtIQ4_XS>(args, stream); return true;
     default: return false;
   }
 }

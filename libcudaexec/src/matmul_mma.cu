@@ -5,9 +5,9 @@
 
 namespace lamina::cudaexec::detail {
 
-bool matmul_mma(const MatmulArgs& args, cudaStream_t stream) {
+bool matmul_mma(const MatmulArgs& args, cudaStream_t stream, MmaTile tile) {
   if (args.n_in == 0) return false;
-  return launch_matmul_mma_q32(args, stream) || launch_matmul_mma_kquants(args, stream);
+  return launch_matmul_mma_q32(args, tile, stream) || launch_matmul_mma_kquants(args, tile, stream);
 }
 
 }  // namespace lamina::cudaexec::detail

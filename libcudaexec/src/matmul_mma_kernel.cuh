@@ -1,92 +1,54 @@
-// The tensor-core matrix product for many activation rows, bit-identical to
-// the matvec kernel (matvec_kernel.cuh) for every output.
+// The tensor-core matrix product of quantized weights with int8 activation
+// rows (any number of rows from 2; one row takes the matvec), following the
+// arithmetic contract of weight_formats.cuh: per output the 256-value
+// segments in increasing order, their integer dots exact in int8 MMAs.
 //
-// Why it can be: the matvec gives lane l of a warp the work units l, l + 32,
-// ... of an output row, each unit's integer dot is exact, each lane chains
-// its units' f32 scalings in order, and the 32 lane sums are added in lane
-// order. Here the int8 MMA (m16n8k16, exact int32 sums) yields the same
-// integer dots for a 128-output x 64-row tile, and the f32 steps are replayed
-// per (row, output): units in the lane order "slot" by slot, each slot's
-// chain exactly as the lane does it, each finished slot added to the total.
+// A block computes a kM-output x kN-row tile and walks the whole row of
+// segments, so each output's f32 chain runs in one thread in segment order,
+// whatever the tile, the grid or the number of rows: the results equal the
+// matvec's bit for bit. Segments arrive through a ring of kStages shared-
+// memory stages filled by cp.async (the raw weight bytes, 16 bytes at a time
+// from the 16-byte boundary at or below each row's segment, so blocks of any
+// size and alignment copy alike; the activations' int8 values and scales),
+// so the loads of later segments overlap the math of the current one.
 //
-// Every unit here is 32 values in two 16-value chunks (one MMA k-step each).
-// A format F provides:
-//   WMeta, AMeta                  per (output, unit) and (row, unit) values for the scaling
-//   kChained                      chunk dots summed by the MMA (one int per unit) or kept apart
-//   kDotInit                      the accumulator's start (see exact_float_biased)
-//   decode(wrow, unit, c0, c1, m) the unit's 32 int8 weights (chunk 0, chunk 1) and its WMeta
-//   act_chunk(unit, c)            index of chunk c's first value in an activation row
-//   act_meta(act, r, unit)        the AMeta of row r
-//   accumulate(acc, d0, d1, w, a) acc after the unit, with the matvec's operations
+// Weights are the MMA's A operand (16 outputs per m16 tile), decoded from the
+// raw bytes in shared memory straight into fragments; activations are B (8
+// rows per n8 tile), read with ldmatrix.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
 #include "activation_layout.h"
-#include "block_decode.cuh"
 #include "cuda_check.h"
+#include "launch.cuh"
 #include "matmul.h"
 #include "matmul_mma.h"
-#include "matvec_kernel.cuh"
+#include "mma_primitives.cuh"
+#include "weight_formats.cuh"
 
 namespace lamina::cudaexec::detail {
 
-// A block: kMmaWarpsOut x kMmaWarpsRows warps, each 32 outputs (two m16
-// tiles) x 8 * kMmaNt rows (n8 tiles).
-inline constexpr int kMmaWarpsOut = 4;
-inline constexpr int kMmaWarpsRows = 2;
-inline constexpr int kMmaNt = 4;
-inline constexpr int kMmaThreads = 32 * kMmaWarpsOut * kMmaWarpsRows;
-inline constexpr int kMmaTileOut = 32 * kMmaWarpsOut;           // outputs per block
-inline constexpr int kMmaTileRows = 8 * kMmaNt * kMmaWarpsRows;  // activation rows per block
-inline constexpr int kMmaStageUnits = 4;                        // work units per shared-memory stage
-// Bytes per tile row in shared memory: the stage's int8 values plus 16, so
-// the 8 rows a fragment load touches fall in distinct banks.
-inline constexpr int kMmaRowBytes = kMmaStageUnits * 32 + 16;
-
-// int -> f32 without the conversion unit, exact for |x| < 2^22: the float
-// whose bits are 0x4B400000 + x is 1.5 * 2^23 + x. Equal to __int2float_rn(x).
-inline constexpr int kFloatMagicBits = 0x4B400000;
-__device__ __forceinline__ float exact_float_biased(int biased) {
-  return __fsub_rn(__int_as_float(biased), 12582912.0f);
-}
-
-__device__ __forceinline__ void mma_s8_m16n8k16(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
-  asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "r"(a0), "r"(a1), "r"(b0));
-}
-
-// Which units the matvec lanes ("slots") take, in lane order: slot t is
-// lane t, whose units are t, t + 32, ...
-struct SlotWalk {
-  uint32_t per_slot;  // units of every slot ...
-  uint32_t extra;     // ... plus one for slots below this
-  int t = 0;          // slot of the next unit
-  uint32_t i = 0;     // its index within the slot
-
-  __device__ SlotWalk(uint32_t n_units) : per_slot(n_units / 32), extra(n_units % 32) {}
-  __device__ uint32_t count(int slot) const { return per_slot + (static_cast<uint32_t>(slot) < extra ? 1u : 0u); }
-  __device__ uint32_t unit() const { return static_cast<uint32_t>(t) + 32 * i; }
-  __device__ bool done() const { return t >= 32 || count(t) == 0; }
-  // Moves past the current unit; true when that finished its slot.
-  __device__ bool advance() {
-    if (++i < count(t)) return false;
-    ++t;
-    i = 0;
-    return true;
-  }
+// kWarpsM x kWarpsN warps, each kMt m16 tiles (outputs) x kNt n8 tiles (rows).
+template <int kWarpsM_, int kWarpsN_, int kMt_, int kNt_>
+struct MmaConfig {
+  static constexpr int kWarpsM = kWarpsM_, kWarpsN = kWarpsN_, kMt = kMt_, kNt = kNt_;
+  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kM = 16 * kMt * kWarpsM;  // outputs per block
+  static constexpr int kN = 8 * kNt * kWarpsN;   // activation rows per block
 };
 
 struct MmaParams {
   const uint8_t* w = nullptr;
   std::size_t w_row_bytes = 0;
-  uint32_t n_out = 0;
-  uint32_t n_units = 0;
-  ActRows act;
+  uint32_t n_out = 0, n_in = 0;
+  const uint8_t* act = nullptr;  // activation rows (activation_layout.h)
+  std::size_t act_stride = 0;
+  uint32_t qs_offset = 0, scale_offset = 0, sum_offset = 0, split_offset = 0;
   uint32_t n_rows = 0;
   float* y = nullptr;
   std::size_t y_stride = 0;
@@ -94,6 +56,48 @@ struct MmaParams {
   const float* residual = nullptr;
 };
 
+template <class F>
+inline constexpr bool kIsSuperBlock = requires { F::kSubs; };
+
+// Where a stage's pieces lie in shared memory, per format and tile.
+template <class F, class C>
+struct MmaLayout {
+  static constexpr bool kSuper = kIsSuperBlock<F>;
+  static constexpr uint32_t kSegBytes = kSuper ? F::kBlockBytes : 8 * F::kBlockBytes;
+  static constexpr int kSteps = [] {
+    if constexpr (kIsSuperBlock<F>) return F::kSubs;
+    return 8;
+  }();
+  static constexpr int kK = [] {
+    if constexpr (kIsSuperBlock<F>) return F::kSubValues;
+    return 32;
+  }();
+  // 16-byte chunks that cover a segment starting anywhere in a chunk.
+  static constexpr int kChunks = (kSegBytes + 15 + 15) / 16;
+  // Row slots an odd multiple of 16 bytes apart, so the 8 rows of a fragment
+  // load fall in distinct banks.
+  static constexpr int kWSlot = (kChunks % 2 == 1) ? kChunks * 16 : kChunks * 16 + 16;
+  static constexpr int kAStride = kSegmentValues + 16;
+  static constexpr int kWBytes = C::kM * kWSlot;
+  static constexpr int kABytes = C::kN * kAStride;
+  // Scales (f32) per row and block; the formats with minima add per block
+  // the exact sums (32-value blocks) or the split sums (super-blocks, 32 B).
+  static constexpr int kMetaBytes = kSuper ? C::kN * 4 + (F::kMin ? C::kN * 32 : 0)
+                                           : 8 * C::kN * 4 * (F::kMin ? 2 : 1);
+  static constexpr int kStageBytes = (kWBytes + kABytes + kMetaBytes + 127) / 128 * 128;
+  static constexpr int kStages = std::clamp(225 * 1024 / kStageBytes, 2, 4);
+  static constexpr int kSmemBytes = kStages * kStageBytes;
+};
+
+// The int -> f32 conversion of an MMA sum started at kFloatMagicBits: the
+// float whose bits are 0x4B400000 + x is 1.5 * 2^23 + x, exact for
+// |x| < 2^22, so this equals __int2float_rn(x).
+inline constexpr int kFloatMagicBits = 0x4B400000;
+__device__ __forceinline__ float exact_float_biased(int biased) {
+  return __fsub_rn(__int_as_float(biased), 12582912.0f);
+}
+
+// Chooses among N values by a run-time index without local memory.
 template <int N>
 __device__ __forceinline__ uint32_t pick(const uint32_t (&v)[N], int i) {
   uint32_t r = v[0];
@@ -102,169 +106,311 @@ __device__ __forceinline__ uint32_t pick(const uint32_t (&v)[N], int i) {
   return r;
 }
 
-template <class F>
-__global__ void __launch_bounds__(kMmaThreads, 2) matmul_mma_kernel(const MmaParams p) {
-  constexpr int G = kMmaStageUnits;
-  constexpr int S = kMmaRowBytes;
-  using WMeta = typename F::WMeta;
-  using AMeta = typename F::AMeta;
-  __shared__ __align__(16) uint8_t s_w[kMmaTileOut * S];
-  __shared__ __align__(16) uint8_t s_a[kMmaTileRows * S];
-  __shared__ WMeta s_wm[G][kMmaTileOut];
-  __shared__ AMeta s_am[G][kMmaTileRows];
+// B fragments of the warp's kNt n8 tiles for one k-step (kK values at byte
+// k_byte of each activation row in the tile).
+template <int kK, int kNt, int kAStride>
+__device__ __forceinline__ void load_b_fragments(uint32_t (&b)[kNt][2], const uint8_t* rows, int lane, int k_byte) {
+  if constexpr (kK == 32) {
+#pragma unroll
+    for (int nt = 0; nt < kNt; nt += 2) {
+      if (nt + 1 < kNt) {
+        uint32_t r[4];
+        const int row = (nt + (lane >> 4)) * 8 + (lane & 7);
+        ldmatrix_x4(r, rows + row * kAStride + k_byte + ((lane >> 3) & 1) * 16);
+        b[nt][0] = r[0];
+        b[nt][1] = r[1];
+        b[nt + 1][0] = r[2];
+        b[nt + 1][1] = r[3];
+      } else {
+        uint32_t r[2];
+        ldmatrix_x2(r, rows + (nt * 8 + (lane & 7)) * kAStride + k_byte + ((lane >> 3) & 1) * 16);
+        b[nt][0] = r[0];
+        b[nt][1] = r[1];
+      }
+    }
+  } else {
+#pragma unroll
+    for (int nt = 0; nt < kNt; nt += 4) {
+      if (nt + 3 < kNt) {
+        uint32_t r[4];
+        ldmatrix_x4(r, rows + ((nt + (lane >> 3)) * 8 + (lane & 7)) * kAStride + k_byte);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) b[nt + i][0] = r[i];
+      } else if (nt + 1 < kNt) {
+        uint32_t r[2];
+        ldmatrix_x2(r, rows + ((nt + ((lane >> 3) & 1)) * 8 + (lane & 7)) * kAStride + k_byte);
+        b[nt][0] = r[0];
+        b[nt + 1][0] = r[1];
+      } else {
+        ldmatrix_x1(b[nt][0], rows + (nt * 8 + (lane & 7)) * kAStride + k_byte);
+      }
+    }
+  }
+}
+
+template <class F, class C>
+__global__ void __launch_bounds__(C::kThreads, 1) matmul_mma_kernel(const MmaParams p) {
+  using L = MmaLayout<F, C>;
+  constexpr int kMt = C::kMt, kNt = C::kNt;
+  extern __shared__ __align__(128) uint8_t smem[];
 
   const int tid = static_cast<int>(threadIdx.x);
-  const int warp = tid >> 5;
-  const int gid = (tid & 31) >> 2;  // fragment row group
-  const int tig = tid & 3;          // thread in group
-  const uint32_t o0 = blockIdx.x * kMmaTileOut;
-  const uint32_t r0 = blockIdx.y * kMmaTileRows;
-  const int wo = (warp % kMmaWarpsOut) * 32;
-  const int wr = (warp / kMmaWarpsOut) * 8 * kMmaNt;
+  const int lane = tid & 31, warp = tid >> 5, gid = lane >> 2, tig = lane & 3;
+  const int wm = warp % C::kWarpsM, wn = warp / C::kWarpsM;
+  const uint32_t o0 = blockIdx.x * C::kM, r0 = blockIdx.y * C::kN;
+  const uint32_t n_seg = (p.n_in + kSegmentValues - 1) / kSegmentValues;
+  const uint32_t n_blocks32 = p.n_in / 32;
 
-  // Pair (mt, nt, i) of this thread: output wo + 16 mt + gid + 8 (i / 2),
-  // row wr + 8 nt + 2 tig + i % 2 (the m16n8 accumulator layout). acc is
-  // the current slot's chain, total the sum of the finished slots; -0 + x
-  // is x for every x, so total starts as the matvec's sum does.
-  constexpr int P = 2 * kMmaNt * 4;
-  float acc[P], total[P];
-#pragma unroll
-  for (int q = 0; q < P; ++q) {
-    acc[q] = 0.0f;
-    total[q] = -0.0f;
+  auto stage_base = [&](uint32_t seg) { return smem + (seg % L::kStages) * L::kStageBytes; };
+
+  auto issue_weights = [&](uint32_t seg) {
+    uint8_t* dst = stage_base(seg);
+    for (int i = tid; i < C::kM * L::kChunks; i += C::kThreads) {
+      const int row = i / L::kChunks, c = i % L::kChunks;
+      if (o0 + row < p.n_out) {
+        const uintptr_t at = reinterpret_cast<uintptr_t>(p.w + (o0 + row) * p.w_row_bytes + seg * L::kSegBytes);
+        cp_async16(dst + row * L::kWSlot + 16 * c, reinterpret_cast<const void*>((at & ~uintptr_t{15}) + 16 * c));
+      }
+    }
+  };
+  auto issue_acts = [&](uint32_t seg) {
+    uint8_t* base = stage_base(seg);
+    uint8_t* dst = base + L::kWBytes;
+    const uint32_t chunks = min(kSegmentValues, p.n_in - seg * kSegmentValues) / 16;
+    for (int i = tid; i < C::kN * 16; i += C::kThreads) {
+      const int row = i / 16, c = i % 16;
+      if (static_cast<uint32_t>(c) < chunks && r0 + row < p.n_rows) {
+        cp_async16(dst + row * L::kAStride + 16 * c,
+                   p.act + (r0 + row) * p.act_stride + p.qs_offset + seg * kSegmentValues + 16 * c);
+      }
+    }
+    uint8_t* meta = dst + L::kABytes;
+    if constexpr (L::kSuper) {
+      for (int row = tid; row < C::kN; row += C::kThreads) {
+        if (r0 + row < p.n_rows) {
+          const uint8_t* arow = p.act + (r0 + row) * p.act_stride;
+          cp_async4(meta + 4 * row, arow + p.scale_offset + 4 * seg);
+          if constexpr (F::kMin) {
+            cp_async16(meta + 4 * C::kN + 32 * row, arow + p.split_offset + 32 * seg);
+            cp_async16(meta + 4 * C::kN + 32 * row + 16, arow + p.split_offset + 32 * seg + 16);
+          }
+        }
+      }
+    } else {
+      for (int i = tid; i < 8 * C::kN; i += C::kThreads) {
+        const int b = i / C::kN, row = i % C::kN;
+        const uint32_t block = seg * 8 + b;
+        if (block < n_blocks32 && r0 + row < p.n_rows) {
+          const uint8_t* arow = p.act + (r0 + row) * p.act_stride;
+          cp_async4(meta + 4 * i, arow + p.scale_offset + 4 * block);
+          if constexpr (F::kMin) cp_async4(meta + 4 * (8 * C::kN + i), arow + p.sum_offset + 4 * block);
+        }
+      }
+    }
+  };
+
+  // The weights are never written by a kernel: their first stages load
+  // while the previous kernel (the activations' producer) still runs.
+  for (int s = 0; s < L::kStages - 1; ++s)
+    if (static_cast<uint32_t>(s) < n_seg) issue_weights(s);
+  wait_for_prior_kernels();
+  for (int s = 0; s < L::kStages - 1; ++s) {
+    if (static_cast<uint32_t>(s) < n_seg) issue_acts(s);
+    cp_async_commit();
   }
-  SlotWalk walk(p.n_units);
-  ActRows act = p.act;
-  act.base += static_cast<std::size_t>(r0) * act.stride;
 
-  while (!walk.done()) {
-    // The next G units of the walk (fewer at the end).
-    uint32_t units[G];
-    int n = 0;
-    {
-      SlotWalk ahead = walk;
+  // This thread's output rows in the tile (m tile mt, half h) and their
+  // weight rows' byte addresses.
+  int w_row[kMt][2];
+  uintptr_t w_addr[kMt][2];
 #pragma unroll
-      for (int g = 0; g < G; ++g) {
-        units[g] = 0;
-        if (!ahead.done()) {
-          units[g] = ahead.unit();
-          ++n;
-          ahead.advance();
-        }
-      }
+  for (int mt = 0; mt < kMt; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      w_row[mt][h] = wm * 16 * kMt + 16 * mt + gid + 8 * h;
+      const uint32_t o = min(o0 + w_row[mt][h], p.n_out - 1);
+      w_addr[mt][h] = reinterpret_cast<uintptr_t>(p.w + o * p.w_row_bytes);
     }
+  }
+  const int col0 = wn * 8 * kNt;  // the warp's first row (column of B) in the tile
 
-    // Stage: weights decoded to int8, activations copied, the scaling values.
+  float total[kMt][kNt][4];
 #pragma unroll
-    for (int k = 0; k < kMmaTileOut * G / kMmaThreads; ++k) {
-      const int item = tid + k * kMmaThreads;
-      const int ol = item % kMmaTileOut;
-      const int g = item / kMmaTileOut;
-      uint4 c0 = make_uint4(0, 0, 0, 0), c1 = c0;
-      WMeta wm{};
-      if (g < n && o0 + ol < p.n_out) {
-        F::decode(p.w + static_cast<std::size_t>(o0 + ol) * p.w_row_bytes, pick(units, g), c0, c1, wm);
-      }
-      *reinterpret_cast<uint4*>(s_w + ol * S + g * 32) = c0;
-      *reinterpret_cast<uint4*>(s_w + ol * S + g * 32 + 16) = c1;
-      s_wm[g][ol] = wm;
-    }
+  for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
-    for (int k = 0; k < kMmaTileRows * G / kMmaThreads; ++k) {
-      const int item = tid + k * kMmaThreads;
-      const int rl = item % kMmaTileRows;
-      const int g = item / kMmaTileRows;
-      int4 c0 = make_int4(0, 0, 0, 0), c1 = c0;
-      AMeta am{};
-      if (g < n && r0 + rl < p.n_rows) {
-        const uint32_t unit = pick(units, g);
-        c0 = act.qs16(rl, F::act_chunk(unit, 0));
-        c1 = act.qs16(rl, F::act_chunk(unit, 1));
-        am = F::act_meta(act, rl, unit);
-      }
-      *reinterpret_cast<int4*>(s_a + rl * S + g * 32) = c0;
-      *reinterpret_cast<int4*>(s_a + rl * S + g * 32 + 16) = c1;
-      s_am[g][rl] = am;
-    }
+    for (int nt = 0; nt < kNt; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) total[mt][nt][i] = -0.0f;
+
+  for (uint32_t seg = 0; seg < n_seg; ++seg) {
+    cp_async_wait<L::kStages - 2>();
     __syncthreads();
+    if (seg + L::kStages - 1 < n_seg) {
+      issue_weights(seg + L::kStages - 1);
+      issue_acts(seg + L::kStages - 1);
+    }
+    cp_async_commit();
 
+    const uint8_t* wtile = stage_base(seg);
+    const uint8_t* atile = wtile + L::kWBytes + col0 * L::kAStride;
+    const uint8_t* meta = wtile + L::kWBytes + L::kABytes;
+    const uint8_t* seg_ptr[kMt][2];
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-      if (g < n) {
-        // Fragments of both chunks: A (weights) per m16 tile, B (rows) per n8 tile.
-        uint32_t a[2][2][2], b[2][kMmaNt];
+    for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const int col = g * 32 + c * 16 + tig * 4;
+      for (int h = 0; h < 2; ++h)
+        seg_ptr[mt][h] = wtile + w_row[mt][h] * L::kWSlot + ((w_addr[mt][h] + seg * L::kSegBytes) & 15u);
+
+    if constexpr (!L::kSuper) {
+      // 32-value blocks: seg chain per output, then total += seg.
+      const float* da_meta = reinterpret_cast<const float*>(meta);
+      const int* sum_meta = reinterpret_cast<const int*>(meta) + 8 * C::kN;
+      const int nb = static_cast<int>(min(8u, n_blocks32 - seg * 8));
+      float part[kMt][kNt][4];
 #pragma unroll
-          for (int mt = 0; mt < 2; ++mt) {
+      for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              a[c][mt][h] = *reinterpret_cast<const uint32_t*>(s_w + (wo + 16 * mt + gid + 8 * h) * S + col);
-            }
-          }
+        for (int nt = 0; nt < kNt; ++nt)
 #pragma unroll
-          for (int nt = 0; nt < kMmaNt; ++nt) {
-            b[c][nt] = *reinterpret_cast<const uint32_t*>(s_a + (wr + 8 * nt + gid) * S + col);
-          }
-        }
-        WMeta wm[2][2];
+          for (int i = 0; i < 4; ++i) part[mt][nt][i] = 0.0f;
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
+      for (int b = 0; b < 8; ++b) {
+        if (b >= nb) break;
+        uint32_t bf[kNt][2];
+        load_b_fragments<32, kNt, L::kAStride>(bf, atile, lane, 32 * b);
 #pragma unroll
-          for (int h = 0; h < 2; ++h) wm[mt][h] = s_wm[g][wo + 16 * mt + gid + 8 * h];
-        }
+        for (int mt = 0; mt < kMt; ++mt) {
+          const uint8_t* blk0 = seg_ptr[mt][0] + b * F::kBlockBytes;
+          const uint8_t* blk1 = seg_ptr[mt][1] + b * F::kBlockBytes;
+          uint32_t a0, a1, a2, a3;
+          F::template word<SharedMem>(blk0, tig, a0, a2);
+          F::template word<SharedMem>(blk1, tig, a1, a3);
+          const float dw[2] = {F::template scale<SharedMem>(blk0), F::template scale<SharedMem>(blk1)};
+          const float mw[2] = {F::template min_value<SharedMem>(blk0), F::template min_value<SharedMem>(blk1)};
 #pragma unroll
-        for (int nt = 0; nt < kMmaNt; ++nt) {
-          AMeta am[2];
-#pragma unroll
-          for (int e = 0; e < 2; ++e) am[e] = s_am[g][wr + 8 * nt + 2 * tig + e];
-#pragma unroll
-          for (int mt = 0; mt < 2; ++mt) {
-            int d0[4], d1[4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) d0[i] = d1[i] = F::kDotInit;
-            mma_s8_m16n8k16(d0, a[0][mt][0], a[0][mt][1], b[0][nt]);
-            if constexpr (F::kChained) {
-              mma_s8_m16n8k16(d0, a[1][mt][0], a[1][mt][1], b[1][nt]);
-            } else {
-              mma_s8_m16n8k16(d1, a[1][mt][0], a[1][mt][1], b[1][nt]);
-            }
+          for (int nt = 0; nt < kNt; ++nt) {
+            const int col = col0 + nt * 8 + 2 * tig;
+            const float2 da = *reinterpret_cast<const float2*>(da_meta + b * C::kN + col);
+            int acc[4] = {kFloatMagicBits, kFloatMagicBits, kFloatMagicBits, kFloatMagicBits};
+            mma_s8_k32(acc, a0, a1, a2, a3, bf[nt][0], bf[nt][1]);
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-              float& s = acc[(mt * kMmaNt + nt) * 4 + i];
-              s = F::accumulate(s, d0[i], d1[i], wm[mt][i >> 1], am[i & 1]);
+              const float a_scale = (i & 1) ? da.y : da.x;
+              const float fdot = exact_float_biased(acc[i]);
+              if constexpr (F::kMin) {
+                const float fsum = __int2float_rn(sum_meta[b * C::kN + col + (i & 1)]);
+                part[mt][nt][i] = block_step_min(part[mt][nt][i], fdot, dw[i >> 1], a_scale, fsum, mw[i >> 1]);
+              } else {
+                part[mt][nt][i] = block_step(part[mt][nt][i], fdot, dw[i >> 1], a_scale);
+              }
             }
           }
         }
-        if (walk.advance()) {
+      }
 #pragma unroll
-          for (int q = 0; q < P; ++q) {
-            total[q] = __fadd_rn(total[q], acc[q]);
-            acc[q] = 0.0f;
+      for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kNt; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) total[mt][nt][i] = __fadd_rn(total[mt][nt][i], part[mt][nt][i]);
+    } else {
+      // Super-block: integer sums over every sub-block, then one f32 term.
+      int isum[kMt][kNt][4];
+#pragma unroll
+      for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kNt; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) isum[mt][nt][i] = 0;
+      // The sub-block scales of this thread's rows, as packed bytes.
+      uint32_t scales[kMt][2][4];
+#pragma unroll
+      for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) F::template sub_scales<SharedMem>(seg_ptr[mt][h], scales[mt][h]);
+      // Unrolled in groups of 4 steps (within a scale word): whole 16-step
+      // segments unrolled spill registers in the larger tiles.
+      constexpr int kUnroll = L::kSteps > 8 ? 4 : 8;
+#pragma unroll kUnroll
+      for (int s = 0; s < L::kSteps; ++s) {
+        uint32_t bf[kNt][2];
+        load_b_fragments<L::kK, kNt, L::kAStride>(bf, atile, lane, L::kK * s);
+#pragma unroll
+        for (int mt = 0; mt < kMt; ++mt) {
+          uint32_t a0, a1, a2, a3;
+          F::template frag<SharedMem>(seg_ptr[mt][0], s, tig, a0, a2);
+          F::template frag<SharedMem>(seg_ptr[mt][1], s, tig, a1, a3);
+          const int sc[2] = {scale_byte(scales[mt][0], s), scale_byte(scales[mt][1], s)};
+#pragma unroll
+          for (int nt = 0; nt < kNt; ++nt) {
+            int acc[4] = {0, 0, 0, 0};
+            if constexpr (L::kK == 32) {
+              mma_s8_k32(acc, a0, a1, a2, a3, bf[nt][0], bf[nt][1]);
+            } else {
+              mma_s8_k16(acc, a0, a1, bf[nt][0]);
+            }
+#pragma unroll
+            for (int i = 0; i < 4; ++i) isum[mt][nt][i] += sc[i >> 1] * acc[i];
+          }
+        }
+      }
+      const float* da_meta = reinterpret_cast<const float*>(meta);
+      const uint8_t* split = meta + 4 * C::kN + col0 * 32;
+#pragma unroll
+      for (int mt = 0; mt < kMt; ++mt) {
+        const float d[2] = {F::template d<SharedMem>(seg_ptr[mt][0]), F::template d<SharedMem>(seg_ptr[mt][1])};
+        const float dmin[2] = {F::template dmin<SharedMem>(seg_ptr[mt][0]),
+                               F::template dmin<SharedMem>(seg_ptr[mt][1])};
+        uint32_t mins0[4] = {0, 0, 0, 0}, mins1[4] = {0, 0, 0, 0};
+        if constexpr (F::kMin) {
+          F::template mins<SharedMem>(seg_ptr[mt][0], mins0);
+          F::template mins<SharedMem>(seg_ptr[mt][1], mins1);
+        }
+        const uint32_t am0 = pick(mins0, tig), am1 = pick(mins1, tig);
+#pragma unroll
+        for (int nt = 0; nt < kNt; ++nt) {
+          const int col = col0 + nt * 8 + 2 * tig;
+          const float2 da = *reinterpret_cast<const float2*>(da_meta + col);
+          // msum = sum over sub-blocks of min * (64 h + l): two k16 MMAs, the
+          // second started at kFloatMagicBits for its exact conversion.
+          int msum[4] = {kFloatMagicBits, kFloatMagicBits, kFloatMagicBits, kFloatMagicBits};
+          if constexpr (F::kMin) {
+            const uint8_t* split_col = split + (nt * 8 + gid) * 32;
+            int hi[4] = {0, 0, 0, 0};
+            mma_s8_k16(hi, am0, am1, *reinterpret_cast<const uint32_t*>(split_col + 4 * tig));
+            mma_s8_k16(msum, am0, am1, *reinterpret_cast<const uint32_t*>(split_col + 16 + 4 * tig));
+#pragma unroll
+            for (int i = 0; i < 4; ++i) msum[i] += hi[i] * 64;
+          }
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const float a_scale = (i & 1) ? da.y : da.x;
+            float t;
+            if constexpr (F::kMin) {
+              t = superblock_term_min(isum[mt][nt][i], exact_float_biased(msum[i]), d[i >> 1], dmin[i >> 1], a_scale);
+            } else {
+              t = superblock_term(isum[mt][nt][i], d[i >> 1], a_scale);
+            }
+            total[mt][nt][i] = __fadd_rn(total[mt][nt][i], t);
           }
         }
       }
     }
-    __syncthreads();
   }
-  // Lanes past the last unit add their +0 in the matvec (it turns a -0 total into +0).
-  for (int t = walk.t; t < 32; ++t) {
-#pragma unroll
-    for (int q = 0; q < P; ++q) total[q] = __fadd_rn(total[q], 0.0f);
-  }
+  cp_async_wait<0>();
+  release_next_kernel();
 
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
+  for (int mt = 0; mt < kMt; ++mt) {
 #pragma unroll
-    for (int nt = 0; nt < kMmaNt; ++nt) {
+    for (int nt = 0; nt < kNt; ++nt) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const uint32_t o = o0 + wo + 16 * mt + gid + 8 * (i >> 1);
-        const uint32_t r = r0 + wr + 8 * nt + 2 * tig + (i & 1);
+        const uint32_t o = o0 + w_row[mt][i >> 1];
+        const uint32_t r = r0 + col0 + nt * 8 + 2 * tig + (i & 1);
         if (o < p.n_out && r < p.n_rows) {
           const std::size_t at = static_cast<std::size_t>(r) * p.y_stride + o;
-          float v = total[(mt * kMmaNt + nt) * 4 + i];
+          float v = total[mt][nt][i];
           if (p.bias != nullptr) v = __fadd_rn(v, p.bias[o]);
           if (p.residual != nullptr) v = __fadd_rn(v, p.residual[at]);
           p.y[at] = v;
@@ -274,33 +420,66 @@ __global__ void __launch_bounds__(kMmaThreads, 2) matmul_mma_kernel(const MmaPar
   }
 }
 
-template <class F>
-void launch_matmul_mma(const MatmulArgs& args, cudaStream_t stream) {
-  if (args.n_out == 0 || args.n_rows == 0) return;
+// Launches the kernel for format F with tile C over args.
+template <class F, class C>
+void launch_matmul_mma_tile(const MatmulArgs& args, cudaStream_t stream) {
+  using L = MmaLayout<F, C>;
   const ActivationLayout layout = activation_layout(activation_format(args.format), args.n_in);
   MmaParams p;
   p.w = static_cast<const uint8_t*>(args.w);
   p.w_row_bytes = quant::row_bytes(args.format, args.n_in);
   p.n_out = args.n_out;
-  p.n_units = args.n_in / 32;
-  p.act.base = static_cast<const uint8_t*>(args.act);
-  p.act.stride = layout.stride;
-  p.act.qs_offset = static_cast<uint32_t>(layout.qs_offset);
-  p.act.scale_offset = static_cast<uint32_t>(layout.scale_offset);
-  p.act.sum_offset = static_cast<uint32_t>(layout.sum_offset);
+  p.n_in = args.n_in;
+  p.act = static_cast<const uint8_t*>(args.act);
+  p.act_stride = layout.stride;
+  p.qs_offset = static_cast<uint32_t>(layout.qs_offset);
+  p.scale_offset = static_cast<uint32_t>(layout.scale_offset);
+  p.sum_offset = static_cast<uint32_t>(layout.sum_offset);
+  if constexpr (kIsSuperBlock<F>) {
+    p.split_offset = static_cast<uint32_t>(F::kSubValues == 32 ? layout.split32_offset : layout.split16_offset);
+  }
   p.n_rows = args.n_rows;
   p.y = args.y;
   p.y_stride = args.y_stride;
   p.bias = args.bias;
   p.residual = args.residual;
-  const dim3 grid((args.n_out + kMmaTileOut - 1) / kMmaTileOut, (args.n_rows + kMmaTileRows - 1) / kMmaTileRows);
-  matmul_mma_kernel<F><<<grid, kMmaThreads, 0, stream>>>(p);
-  LAMINA_CUDA_CHECK_LAUNCH();
+  static const bool smem_set = [] {
+    LAMINA_CUDA_CHECK(cudaFuncSetAttribute(matmul_mma_kernel<F, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           L::kSmemBytes));
+    return true;
+  }();
+  (void)smem_set;
+  const dim3 grid((args.n_out + C::kM - 1) / C::kM, (args.n_rows + C::kN - 1) / C::kN);
+  launch_kernel(matmul_mma_kernel<F, C>, grid, dim3(C::kThreads), L::kSmemBytes, stream, p);
+}
+
+// The tile configurations, by the number of activation rows (measured on an
+// H100; every choice gives the same bits).
+using MmaTileLarge = MmaConfig<4, 2, 2, 8>;   // 128 outputs x 128 rows
+using MmaTileMedium = MmaConfig<4, 2, 2, 4>;  // 128 x 64
+using MmaTileSmall = MmaConfig<4, 1, 1, 2>;   // 64 x 16
+using MmaTileTiny = MmaConfig<4, 1, 1, 1>;    // 64 x 8
+
+template <class F>
+void launch_matmul_mma_format(const MatmulArgs& args, MmaTile tile, cudaStream_t stream) {
+  if (args.n_out == 0 || args.n_rows == 0) return;
+  if (tile == MmaTile::Auto) {
+    tile = args.n_rows > 64 ? MmaTile::Large
+           : args.n_rows > 16 ? MmaTile::Medium
+           : args.n_rows > 8  ? MmaTile::Small
+                              : MmaTile::Tiny;
+  }
+  switch (tile) {
+    case MmaTile::Large: launch_matmul_mma_tile<F, MmaTileLarge>(args, stream); break;
+    case MmaTile::Medium: launch_matmul_mma_tile<F, MmaTileMedium>(args, stream); break;
+    case MmaTile::Small: launch_matmul_mma_tile<F, MmaTileSmall>(args, stream); break;
+    default: launch_matmul_mma_tile<F, MmaTileTiny>(args, stream); break;
+  }
 }
 
 // Per family of formats (matmul_mma_q32.cu, matmul_mma_kquants.cu); each
 // returns false for a format it does not handle.
-bool launch_matmul_mma_q32(const MatmulArgs& args, cudaStream_t stream);
-bool launch_matmul_mma_kquants(const MatmulArgs& args, cudaStream_t stream);
+bool launch_matmul_mma_q32(const MatmulArgs& args, MmaTile tile, cudaStream_t stream);
+bool launch_matmul_mma_kquants(const MatmulArgs& args, MmaTile tile, cudaStream_t stream);
 
 }  // namespace lamina::cudaexec::detail

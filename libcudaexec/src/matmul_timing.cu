@@ -17,14 +17,14 @@ namespace lamina::cudaexec {
 using detail::DeviceAllocation;
 
 double time_matmul_us(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in,
-                      uint32_t n_rows, int reps, bool tensor_cores) {
+                      uint32_t n_rows, int reps, int tile) {
   int device = 0;
   LAMINA_CUDA_CHECK(cudaGetDevice(&device));
   int l2_bytes = 0;
   LAMINA_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
   const std::size_t w_bytes = quant::row_bytes(weight_format, n_in) * n_out;
   const std::size_t copies = std::max<std::size_t>(2, (2 * static_cast<std::size_t>(l2_bytes)) / w_bytes + 1);
-  DeviceAllocation w_dev(w_bytes * copies, "benchmark weights");
+  DeviceAllocation w_dev(w_bytes * copies + 256, "benchmark weights");  // + the kernels' read slack
   for (std::size_t c = 0; c < copies; ++c) {
     LAMINA_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(w_dev.get()) + c * w_bytes, w, w_bytes, cudaMemcpyHostToDevice));
   }
@@ -49,11 +49,8 @@ double time_matmul_us(quant::QuantFormat weight_format, const void* w, uint32_t 
   std::size_t next = 0;
   auto launch = [&] {
     args.w = static_cast<uint8_t*>(w_dev.get()) + (next++ % copies) * w_bytes;
-    if (tensor_cores) {
-      // The tensor-core kernel at any row count (matmul() takes it from kMmaMinRows on).
-      if (!detail::matmul_mma(args, nullptr)) detail::matmul(args, nullptr);
-    } else if (!detail::launch_matmul_q32(args, nullptr) && !detail::launch_matmul_kquants(args, nullptr)) {
-      detail::launch_matmul_float(args, nullptr);
+    if (tile < 0 || !detail::matmul_mma(args, nullptr, static_cast<detail::MmaTile>(tile + 1))) {
+      detail::matmul(args, nullptr);
     }
   };
   // Back-to-back launches timed in batches; the median batch gives the figure.

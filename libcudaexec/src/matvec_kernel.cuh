@@ -1,9 +1,10 @@
-// The shape shared by every weight format's matrix product: one warp per
-// output row, its lanes striding over the row's work units (a block, or a
-// fixed part of a 256-value super-block), each unit's weights decoded once and
-// dotted with up to kRowTile activation rows. The 32 lane sums are then
-// added in lane order (a sequential sum, which the tensor-core kernel of
-// matmul_mma_kernel.cuh can replay with one extra register per output).
+// The shape of the float-weight matrix products (F32, F16, BF16 with f32
+// activations) and the pieces every matvec shares (activation row access,
+// launch parameters): one warp per output row, its lanes striding over the
+// row's work units, each unit's weights decoded once and dotted with up to
+// kRowTile activation rows. The 32 lane sums are then added in lane order.
+// (The quantized formats follow weight_formats.cuh instead: matvec_quant.cuh
+// and matmul_mma_kernel.cuh.)
 //
 // Batch invariance: a lane's units, the order it adds them in and the final
 // sum do not depend on how many activation rows a launch handles, and every
@@ -117,28 +118,15 @@ __global__ void __launch_bounds__(kMatvecWarps * 32) matvec_kernel(const MatvecP
   p.y[at] = v;
 }
 
+// Parameters of a launch over args (n_units: work units per weight row).
+MatvecParams matvec_params(const MatmulArgs& args, uint32_t elems_per_unit);
+
 // Launches K over args: one warp per output row, the activation rows in
 // tiles of kRowTile (a single row gets its own instantiation, the decode case).
 template <class K>
 void launch_matvec(const MatmulArgs& args, uint32_t elems_per_unit, cudaStream_t stream) {
   if (args.n_out == 0 || args.n_rows == 0) return;
-  const ActivationLayout layout = activation_layout(activation_format(args.format), args.n_in);
-  MatvecParams p;
-  p.w = static_cast<const uint8_t*>(args.w);
-  p.w_row_bytes = quant::row_bytes(args.format, args.n_in);
-  p.n_out = args.n_out;
-  p.n_units = args.n_in / elems_per_unit;
-  p.act.base = static_cast<const uint8_t*>(args.act);
-  p.act.stride = layout.stride;
-  p.act.qs_offset = static_cast<uint32_t>(layout.qs_offset);
-  p.act.scale_offset = static_cast<uint32_t>(layout.scale_offset);
-  p.act.sum_offset = static_cast<uint32_t>(layout.sum_offset);
-  p.n_rows = args.n_rows;
-  p.y = args.y;
-  p.y_stride = args.y_stride;
-  p.bias = args.bias;
-  p.residual = args.residual;
-
+  const MatvecParams p = matvec_params(args, elems_per_unit);
   const dim3 block(kMatvecWarps * 32);
   const uint32_t row_blocks = (args.n_out + kMatvecWarps - 1) / kMatvecWarps;
   if (args.n_rows == 1) {
@@ -149,8 +137,8 @@ void launch_matvec(const MatmulArgs& args, uint32_t elems_per_unit, cudaStream_t
   }
 }
 
-// Per family of formats (matmul_q32.cu, matmul_kquants.cu, matmul_float.cu);
-// each returns false for a format it does not handle.
+// Per family of formats (matmul_q32.cu and matmul_kquants.cu: one row only;
+// matmul_float.cu: any rows); each returns false for a format it does not handle.
 bool launch_matmul_q32(const MatmulArgs& args, cudaStream_t stream);
 bool launch_matmul_kquants(const MatmulArgs& args, cudaStream_t stream);
 bool launch_matmul_float(const MatmulArgs& args, cudaStream_t stream);

@@ -97,6 +97,7 @@ __device__ __forceinline__ void quantize_q8_k_block(const float (&v)[kQ8KPerLane
     sum += q[k];
   }
   sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);  // lanes 2g, 2g + 1 hold group g's 16 values
+  const int sum32 = sum + __shfl_xor_sync(0xFFFFFFFFu, sum, 2);  // lanes 4j .. 4j + 3: values 32j .. 32j + 31
   auto* qs_words = reinterpret_cast<uint32_t*>(blk->qs + kPerLane * lane);
   qs_words[0] = packed[0];
   qs_words[1] = packed[1];
@@ -105,6 +106,14 @@ __device__ __forceinline__ void quantize_q8_k_block(const float (&v)[kQ8KPerLane
   if ((lane & 1) == 0) {
     blk->bsums[lane / 2] = static_cast<int16_t>(sum);
     reinterpret_cast<int*>(row + layout.sum_offset)[b * 16 + lane / 2] = sum;
+    uint8_t* split16 = row + layout.split16_offset + b * 32;
+    split16[lane / 2] = static_cast<uint8_t>(static_cast<int8_t>(sum >> 6));
+    split16[16 + lane / 2] = static_cast<uint8_t>(sum & 63);
+  }
+  if ((lane & 3) == 0) {
+    uint8_t* split32 = row + layout.split32_offset + b * 32;
+    split32[lane / 4] = static_cast<uint8_t>(static_cast<int8_t>(sum32 >> 6));
+    split32[16 + lane / 4] = static_cast<uint8_t>(sum32 & 63);
   }
   if (lane == 0) {
     blk->d = d;

@@ -216,6 +216,86 @@ TEST(GpuForward, BatchInvariantAndGraphsEqualEager) {
   }
 }
 
+// Logits of the marked positions of sequence `seq` when its prompt `ids`
+// runs in pieces of `chunk` tokens, each piece in one batch with the next
+// pieces of the `others` (their own prompts in other slots, cut the same way).
+std::vector<float> chunked_logits(Forward& fwd, const std::vector<int32_t>& ids, uint32_t seq,
+                                  const std::vector<uint32_t>& marked, std::size_t chunk,
+                                  const std::vector<std::vector<int32_t>>& others, std::size_t V) {
+  std::vector<float> out;
+  std::vector<std::size_t> done(others.size(), 0);
+  for (std::size_t start = 0; start < ids.size(); start += chunk) {
+    std::vector<TokenInput> batch;
+    // Neighbours first and last, so the target's rows sit mid-batch.
+    for (std::size_t k = 0; k < others.size(); ++k) {
+      const std::size_t take = std::min(others[k].size() - done[k], (chunk * (k + 3)) / 4 + k % 3);
+      for (std::size_t i = 0; i < take && k % 2 == 0; ++i, ++done[k])
+        batch.push_back({others[k][done[k]], static_cast<uint32_t>(done[k]), static_cast<uint32_t>(k + 1), false});
+    }
+    const std::size_t first_target = batch.size();
+    for (std::size_t i = start; i < std::min(ids.size(), start + chunk); ++i) {
+      const bool wanted = std::find(marked.begin(), marked.end(), i) != marked.end();
+      batch.push_back({ids[i], static_cast<uint32_t>(i), seq, wanted});
+    }
+    for (std::size_t k = 0; k < others.size(); ++k) {
+      const std::size_t take = std::min(others[k].size() - done[k], (chunk * (k + 3)) / 4 + k % 3);
+      for (std::size_t i = 0; i < take && k % 2 == 1; ++i, ++done[k])
+        batch.push_back({others[k][done[k]], static_cast<uint32_t>(done[k]), static_cast<uint32_t>(k + 1), false});
+    }
+    (void)first_target;
+    const auto l = fwd.decode(batch);
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  EXPECT_EQ(out.size(), marked.size() * V);
+  return out;
+}
+
+// A sequence's logits do not depend on how its prompt is cut into chunks
+// (the whole prompt, 512, 64, 7 or 1 token per step), on the sequences that
+// share its batches (63 others of other lengths), or on whether its prefix
+// came from the cache: every marked position (across attention's 256-key
+// spans and the chunk boundaries) bit for bit. Gemma 2 adds a sliding
+// window and soft-capped scores.
+TEST(GpuForward, LogitsIndependentOfChunkingNeighboursAndCache) {
+  for (const char* name : {"archs/qwen2.q4_k_m.gguf", "archs/gemma2.q8_0.gguf"}) {
+    const fs::path path = kData / name;
+    if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
+    SCOPED_TRACE(name);
+    const auto m = Model::load(path.string());
+    const std::size_t V = m->config().n_vocab;
+    const auto gpu = make_gpu_forward(*m, {.n_ctx = 768, .n_seq = 64, .max_batch = 1024}, no_gate());
+    const std::vector<int32_t> ids = prompt_for(*m, 600);
+    const std::vector<uint32_t> marked = {0, 1, 7, 63, 64, 200, 255, 256, 257, 400, 511, 512, 513, 599};
+
+    const std::vector<float> whole = chunked_logits(*gpu, ids, 0, marked, ids.size(), {}, V);
+    std::vector<std::vector<int32_t>> others;
+    for (uint32_t k = 0; k < 63; ++k) {
+      auto o = prompt_for(*m, 20 + 11 * k);
+      o.back() = static_cast<int32_t>((k * 37 + 5) % V);
+      others.push_back(o);
+    }
+    for (std::size_t chunk : {512u, 64u, 7u, 1u}) {
+      const auto alone = chunked_logits(*gpu, ids, 0, marked, chunk, {}, V);
+      EXPECT_TRUE(alone == whole) << "prompt in pieces of " << chunk;
+    }
+    for (std::size_t chunk : {512u, 64u, 7u}) {
+      const auto beside = chunked_logits(*gpu, ids, 0, marked, chunk, others, V);
+      EXPECT_TRUE(beside == whole) << "prompt in pieces of " << chunk << " beside 63 sequences";
+    }
+    // Cached prefix: slot 0 holds the prompt; a new prompt sharing its first
+    // 300 tokens continues there, and from scratch in slot 1.
+    std::vector<int32_t> fresh = ids;
+    for (std::size_t i = 300; i < fresh.size(); ++i) fresh[i] = static_cast<int32_t>((i * 13 + 7) % V);
+    (void)chunked_logits(*gpu, ids, 0, {}, ids.size(), {}, V);
+    std::vector<TokenInput> rest;
+    for (std::size_t i = 300; i < fresh.size(); ++i) rest.push_back({fresh[i], static_cast<uint32_t>(i), 0, i == 599});
+    const auto cached_span = gpu->decode(rest);
+    const std::vector<float> cached(cached_span.begin(), cached_span.end());
+    const auto scratch = chunked_logits(*gpu, fresh, 1, {599}, fresh.size(), {}, V);
+    EXPECT_TRUE(cached == scratch) << "continuing after a cached prefix";
+  }
+}
+
 TEST(GpuForward, ParityGateReportsAgreement) {
   const fs::path path = kData / "archs/llama.q8_0.gguf";
   if (!fs::exists(path)) GTEST_SKIP() << "no " << path;

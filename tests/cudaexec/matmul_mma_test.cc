@@ -1,8 +1,8 @@
-// The tensor-core matmul (taken for many activation rows) against the matvec
-// kernels: every output bit-identical to the same row computed in a launch
-// of at most 8 rows (the matvec path, itself bit-identical to a row alone),
-// so a sequence's results do not depend on how many rows share its launch.
-// The tensor-core kernel is run explicitly, whatever matmul() would pick.
+// The tensor-core matmul (taken for two or more activation rows) against
+// the one-row matvec and against itself at other row counts: every output
+// bit-identical whichever kernel and tile computed it, so a sequence's
+// results do not depend on how many rows share its launch. Row counts
+// 200 / 40 / 12 / 5 take the large, medium, small and tiny tiles.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,42 +26,52 @@ using quant::QuantFormat;
 
 constexpr QuantFormat kFormats[] = {
     QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q5_0, QuantFormat::Q5_1,   QuantFormat::Q8_0,
-    QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K, QuantFormat::IQ4_NL, QuantFormat::IQ4_XS,
+    QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K, QuantFormat::Q5_K,   QuantFormat::Q6_K,
+    QuantFormat::IQ4_NL, QuantFormat::IQ4_XS,
 };
-
-constexpr uint32_t kMatvecRows = 8;  // launches this small stay on the matvec kernels
 
 struct Shape {
   uint32_t n_out, n_in, n_rows;
 };
 
-// check_matmul over all rows at once against launches of kMatvecRows rows;
-// bias and residual optional. Returns nothing: failures are reported.
+// The product of rows [r0, r0 + n) alone.
+std::vector<float> rows_alone(QuantFormat format, const std::vector<uint8_t>& w, const Shape& s,
+                              const std::vector<float>& x, uint32_t r0, uint32_t n, const float* bias,
+                              const float* residual) {
+  return check_matmul(format, w.data(), s.n_out, s.n_in, x.data() + size_t{r0} * s.n_in, n, bias,
+                      residual != nullptr ? residual + size_t{r0} * s.n_out : nullptr);
+}
+
+// check_matmul over all rows at once (tensor cores) against launches of
+// `chunk` rows (other tiles, or the matvec for chunk 1: there only for a
+// few rows, to keep the test quick); bias and residual optional.
 void expect_bit_identical(QuantFormat format, const std::vector<uint8_t>& w, const Shape& s,
                           const std::vector<float>& x, const float* bias, const float* residual, const char* what) {
   const std::vector<float> all =
       check_matmul(format, w.data(), s.n_out, s.n_in, x.data(), s.n_rows, bias, residual, MatmulPath::TensorCores);
   ASSERT_EQ(all.size(), size_t{s.n_out} * s.n_rows);
   int reported = 0;
-  for (uint32_t r0 = 0; r0 < s.n_rows; r0 += kMatvecRows) {
-    const uint32_t nr = std::min(kMatvecRows, s.n_rows - r0);
-    const std::vector<float> part =
-        check_matmul(format, w.data(), s.n_out, s.n_in, x.data() + size_t{r0} * s.n_in, nr, bias,
-                     residual != nullptr ? residual + size_t{r0} * s.n_out : nullptr);
-    for (uint32_t r = 0; r < nr; ++r) {
-      for (uint32_t o = 0; o < s.n_out; ++o) {
-        const float got = all[size_t{r0 + r} * s.n_out + o];
-        const float want = part[size_t{r} * s.n_out + o];
-        if (std::memcmp(&got, &want, sizeof(float)) != 0 && ++reported <= 5) {
-          ADD_FAILURE() << test::format_name(format) << " " << what << " n_out=" << s.n_out << " n_in=" << s.n_in
-                        << " n_rows=" << s.n_rows << " output (" << r0 + r << ", " << o << "): " << got
-                        << " vs matvec " << want;
+  for (uint32_t chunk : {1u, 5u, 12u, 40u}) {
+    if (chunk >= s.n_rows) continue;
+    for (uint32_t r0 = 0; r0 < s.n_rows; r0 += chunk) {
+      if (chunk == 1 && r0 > 2 && r0 + 1 != s.n_rows && r0 % 17 != 0) continue;
+      const uint32_t nr = std::min(chunk, s.n_rows - r0);
+      const std::vector<float> part = rows_alone(format, w, s, x, r0, nr, bias, residual);
+      for (uint32_t r = 0; r < nr; ++r) {
+        for (uint32_t o = 0; o < s.n_out; ++o) {
+          const float got = all[size_t{r0 + r} * s.n_out + o];
+          const float want = part[size_t{r} * s.n_out + o];
+          if (std::memcmp(&got, &want, sizeof(float)) != 0 && ++reported <= 5) {
+            ADD_FAILURE() << test::format_name(format) << " " << what << " n_out=" << s.n_out << " n_in=" << s.n_in
+                          << " n_rows=" << s.n_rows << " output (" << r0 + r << ", " << o << "): " << got << " vs "
+                          << want << " in launches of " << chunk << " rows";
+          }
         }
       }
     }
   }
   EXPECT_EQ(reported, 0) << test::format_name(format) << " " << what << " n_out=" << s.n_out << " n_in=" << s.n_in
-                         << " n_rows=" << s.n_rows << ": outputs differ from the matvec";
+                         << " n_rows=" << s.n_rows << ": outputs depend on the launch";
 }
 
 class MmaMatmulTest : public ::testing::TestWithParam<QuantFormat> {
@@ -70,13 +80,15 @@ class MmaMatmulTest : public ::testing::TestWithParam<QuantFormat> {
   std::mt19937 rng_{4321u + static_cast<uint32_t>(GetParam())};
 };
 
-// Row counts within and across 64-row tiles; odd output counts (within and
-// across 128-output tiles), fewer blocks than lanes (lanes without units),
-// block counts not a multiple of 32, and many per lane.
-TEST_P(MmaMatmulTest, BitIdenticalToMatvec) {
+// Row counts within and across tiles; odd output counts (within and across
+// 64- and 128-output tiles), one segment, many, and a partial last segment
+// (768 + 128 values for the 32-value block formats).
+TEST_P(MmaMatmulTest, BitIdenticalAcrossLaunches) {
   const Shape shapes[] = {{7, 256, 64},    {300, 1024, 65},  {4871, 512, 64}, {65, 4352, 200},
-                          {96, 2048, 512}, {33, 768, 97},    {257, 512, 33},  {128, 256, 16}};
+                          {96, 2048, 512}, {33, 768, 97},    {257, 512, 33},  {128, 256, 16},
+                          {70, 896, 45}};
   for (const Shape& s : shapes) {
+    if (s.n_in % quant::format_traits(format()).block_elems != 0) continue;
     const std::vector<uint8_t> w = test::quantized_weight_bytes(format(), s.n_out, s.n_in, rng_);
     const std::vector<float> x = test::random_rows(s.n_rows, s.n_in, rng_);
     expect_bit_identical(format(), w, s, x, nullptr, nullptr, "quantized");
@@ -86,13 +98,15 @@ TEST_P(MmaMatmulTest, BitIdenticalToMatvec) {
 TEST_P(MmaMatmulTest, BitIdenticalOnRandomBits) {
   const Shape shapes[] = {{70, 4352, 70}, {129, 256, 64}};
   for (const Shape& s : shapes) {
+    if (s.n_in % quant::format_traits(format()).block_elems != 0) continue;
     const std::vector<uint8_t> w = test::random_bit_weight_bytes(format(), s.n_out, s.n_in, rng_);
     const std::vector<float> x = test::random_rows(s.n_rows, s.n_in, rng_);
     expect_bit_identical(format(), w, s, x, nullptr, nullptr, "random-bits");
   }
 }
 
-// A row alone (the decode kernel) equals the same row of a tensor-core launch.
+// A row alone through the matvec, and through the tensor cores, equals the
+// same row of a many-row tensor-core launch.
 TEST_P(MmaMatmulTest, RowAloneMatches) {
   const Shape s{100, 1280, 80};
   const std::vector<uint8_t> w = test::quantized_weight_bytes(format(), s.n_out, s.n_in, rng_);
@@ -104,6 +118,10 @@ TEST_P(MmaMatmulTest, RowAloneMatches) {
     const std::vector<float> one = check_matmul(format(), w.data(), s.n_out, s.n_in, x.data() + size_t{r} * s.n_in, 1);
     EXPECT_EQ(std::memcmp(one.data(), all.data() + size_t{r} * s.n_out, s.n_out * sizeof(float)), 0)
         << test::format_name(format()) << ": row " << r << " of " << s.n_rows << " differs from the row alone";
+    const std::vector<float> one_mma = check_matmul(format(), w.data(), s.n_out, s.n_in, x.data() + size_t{r} * s.n_in,
+                                                    1, nullptr, nullptr, MatmulPath::TensorCores);
+    EXPECT_EQ(std::memcmp(one_mma.data(), all.data() + size_t{r} * s.n_out, s.n_out * sizeof(float)), 0)
+        << test::format_name(format()) << ": row " << r << " alone on the tensor cores differs";
   }
 }
 

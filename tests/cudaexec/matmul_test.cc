@@ -1,13 +1,16 @@
 // GPU activation quantization, matrix products and row gathers of every
 // weight format against libquant's scalar reference.
 //
-// Tolerance of the products: the GPU computes each block's (or unit's)
-// integer dot exactly and rounds only in f32 scaling and summation: at most
-// about n_in / 256 + 67 sequential roundings of 2^-24 for a row of n_in <= 4352
-// (lane chains, the 32-term sum of the lanes, the per-unit scaling), and the
-// float formats at most n_in / 256 + 13 fused multiply-adds per lane chain.
+// Tolerance of the products: the GPU computes each block's (or sub-block's)
+// integer dot exactly and rounds only in f32 scaling and summation. For the
+// quantized formats (weight_formats.cuh) a row of n_in <= 4352 values takes
+// at most 8 chained fused multiply-adds per 256-value segment plus one add
+// per segment (17 segments), and each term at most 4 roundings of its own
+// (scale product, integer conversion, product, minimum's subtraction): at
+// most about 30 roundings in any output's chain. The float formats take at
+// most n_in / 256 + 13 fused multiply-adds per lane chain and a 32-term sum.
 // Each rounding errs by at most 2^-24 of a partial sum bounded by
-// sum_i |w_i * a_i| (up to a factor 2 for the formats with minima, where a
+// 2 sum_i |w_i * a_i| (the factor 2 for the formats with minima, where a
 // weight is the difference of two terms). So |gpu - ref| <= 1e-5 *
 // sum_i |w_i * a_i| holds with margin; a wrong bit of any decoder moves the
 // result by orders of magnitude more.
@@ -264,15 +267,18 @@ TEST_P(GpuKernelTest, GatherRowsMatchesDequantizeBits) {
 
 // ---- the kernels' float order, emulated on the host ----
 //
-// Lane l adds units l, l + 32, ... of a row in order (each unit's integer
-// dot exact, then one f32 scaling), and the lane sums are added in lane
-// order, from -0. The emulation repeats those f32 operations one by one (ISO C++: no
-// contraction), so the GPU must match it bit for bit. This pins the order
-// that other kernels (the prefill path) reproduce.
+// Float weights: lane l adds units l, l + 32, ... of a row in order (fused
+// multiply-adds), and the lane sums are added in lane order, from -0.
+// Quantized weights (weight_formats.cuh): the row's 256-value segments in
+// order, from -0; a segment of 32-value blocks chains its blocks with one
+// fused multiply-add each (after the minimum's, for the formats with one),
+// a super-block adds one term from its exact integer sums,
+// (isum * d - msum * dmin) * d_a with the subtraction fused. The emulation
+// repeats those f32 operations one by one (ISO C++: no contraction), so the
+// GPU must match it bit for bit, one row or many.
 
-// add_unit(acc, u) -> acc after unit u.
 template <class AddUnit>
-float reference_order(uint32_t n_units, AddUnit add_unit) {
+float lane_order(uint32_t n_units, AddUnit add_unit) {
   float lanes[32];
   for (uint32_t l = 0; l < 32; ++l) {
     float acc = 0.0f;
@@ -284,28 +290,18 @@ float reference_order(uint32_t n_units, AddUnit add_unit) {
   return total;
 }
 
-float add_scaled(float acc, int isum, float dw, float da) {
-  const float scale = dw * da;
-  const float term = static_cast<float>(isum) * scale;
-  return acc + term;
-}
-
-float add_scaled_mins(float acc, int isum, float dw, int msum, float dmin, float da) {
-  const float min_scale = dmin * da;
-  const float mins = static_cast<float>(msum) * min_scale;
-  const float scale = dw * da;
-  const float term = static_cast<float>(isum) * scale;
-  return acc + (term - mins);
-}
-
-// An activation row as the kernels read it: int8 values, per-block f32
-// scales, and 16-value sums.
+// An activation row as the kernels read it: int8 values and per-block f32 scales.
 struct ActRow {
   std::vector<int> q;
   std::vector<float> d;
   int sum(uint32_t first, uint32_t count) const {
     int s = 0;
     for (uint32_t i = 0; i < count; ++i) s += q[first + i];
+    return s;
+  }
+  int dot(const int* w, uint32_t first, uint32_t count) const {
+    int s = 0;
+    for (uint32_t i = 0; i < count; ++i) s += w[i] * q[first + i];
     return s;
   }
 };
@@ -321,10 +317,15 @@ ActRow act_row(QuantFormat af, const float* x, uint32_t n) {
       a.q.insert(a.q.end(), blocks[b].qs, blocks[b].qs + quant::kQK_K);
     }
   } else {
-    const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(bytes.data());
+    // Q8_0 and Q8_1 start alike: the f16 scale, then (Q8_1) the f16 sum, then 32 values.
+    const size_t bb = quant::format_traits(af).block_bytes;
     for (uint32_t b = 0; b < n / quant::kQK; ++b) {
-      a.d.push_back(quant::f16_to_f32(blocks[b].d));
-      a.q.insert(a.q.end(), blocks[b].qs, blocks[b].qs + quant::kQK);
+      const uint8_t* blk = bytes.data() + b * bb;
+      uint16_t d16;
+      std::memcpy(&d16, blk, 2);
+      a.d.push_back(quant::f16_to_f32(d16));
+      const auto* qs = reinterpret_cast<const int8_t*>(blk + bb - 32);
+      a.q.insert(a.q.end(), qs, qs + 32);
     }
   }
   return a;
@@ -341,81 +342,155 @@ void k_scale_min(const uint8_t* s, int j, int& sc, int& m) {
   }
 }
 
+// A 32-value block's final integer values, scale and minimum.
+struct IntBlock {
+  int q[32];
+  float d = 0, m = 0;
+};
+IntBlock int_block(QuantFormat f, const uint8_t* w, uint32_t b) {
+  using quant::f16_to_f32;
+  IntBlock r;
+  switch (f) {
+    case QuantFormat::Q4_0: {
+      const auto& blk = reinterpret_cast<const quant::BlockQ4_0*>(w)[b];
+      for (int j = 0; j < 16; ++j) {
+        r.q[j] = (blk.qs[j] & 0xF) - 8;
+        r.q[j + 16] = (blk.qs[j] >> 4) - 8;
+      }
+      r.d = f16_to_f32(blk.d);
+      break;
+    }
+    case QuantFormat::Q4_1: {
+      const auto& blk = reinterpret_cast<const quant::BlockQ4_1*>(w)[b];
+      for (int j = 0; j < 16; ++j) {
+        r.q[j] = blk.qs[j] & 0xF;
+        r.q[j + 16] = blk.qs[j] >> 4;
+      }
+      r.d = f16_to_f32(blk.d);
+      r.m = f16_to_f32(blk.m);
+      break;
+    }
+    case QuantFormat::Q8_0: {
+      const auto& blk = reinterpret_cast<const quant::BlockQ8_0*>(w)[b];
+      for (int j = 0; j < 32; ++j) r.q[j] = blk.qs[j];
+      r.d = f16_to_f32(blk.d);
+      break;
+    }
+    default: ADD_FAILURE() << "no integer block for " << format_name(f);
+  }
+  return r;
+}
+
+// A super-block's exact integer sums: isum = sum of scale * dot per
+// sub-block, msum = sum of minimum * activation sum per sub-block.
+struct SuperSums {
+  int isum = 0, msum = 0;
+  float d = 0, dmin = 0;
+};
+SuperSums super_sums(QuantFormat f, const uint8_t* w, uint32_t b, const ActRow& a) {
+  using quant::f16_to_f32;
+  SuperSums r;
+  const uint32_t base = 256 * b;
+  int q[256];
+  switch (f) {
+    case QuantFormat::Q2_K: {
+      const auto& blk = reinterpret_cast<const quant::BlockQ2_K*>(w)[b];
+      for (int n = 0; n < 2; ++n)
+        for (int j = 0; j < 4; ++j)
+          for (int l = 0; l < 32; ++l) q[128 * n + 32 * j + l] = (blk.qs[32 * n + l] >> (2 * j)) & 3;
+      for (int s = 0; s < 16; ++s) {
+        r.isum += (blk.scales[s] & 0xF) * a.dot(q + 16 * s, base + 16 * s, 16);
+        r.msum += (blk.scales[s] >> 4) * a.sum(base + 16 * s, 16);
+      }
+      r.d = f16_to_f32(blk.d);
+      r.dmin = f16_to_f32(blk.dmin);
+      break;
+    }
+    case QuantFormat::Q4_K: {
+      const auto& blk = reinterpret_cast<const quant::BlockQ4_K*>(w)[b];
+      for (int p = 0; p < 4; ++p)
+        for (int l = 0; l < 32; ++l) {
+          q[64 * p + l] = blk.qs[32 * p + l] & 0xF;
+          q[64 * p + 32 + l] = blk.qs[32 * p + l] >> 4;
+        }
+      for (int s = 0; s < 8; ++s) {
+        int sc, m;
+        k_scale_min(blk.scales, s, sc, m);
+        r.isum += sc * a.dot(q + 32 * s, base + 32 * s, 32);
+        r.msum += m * a.sum(base + 32 * s, 32);
+      }
+      r.d = f16_to_f32(blk.d);
+      r.dmin = f16_to_f32(blk.dmin);
+      break;
+    }
+    case QuantFormat::Q6_K: {
+      const auto& blk = reinterpret_cast<const quant::BlockQ6_K*>(w)[b];
+      for (int n = 0; n < 2; ++n)
+        for (int l = 0; l < 32; ++l) {
+          const int qh = blk.qh[32 * n + l];
+          q[128 * n + l] = ((blk.ql[64 * n + l] & 0xF) | ((qh & 3) << 4)) - 32;
+          q[128 * n + 32 + l] = ((blk.ql[64 * n + 32 + l] & 0xF) | (((qh >> 2) & 3) << 4)) - 32;
+          q[128 * n + 64 + l] = ((blk.ql[64 * n + l] >> 4) | (((qh >> 4) & 3) << 4)) - 32;
+          q[128 * n + 96 + l] = ((blk.ql[64 * n + 32 + l] >> 4) | (((qh >> 6) & 3) << 4)) - 32;
+        }
+      for (int s = 0; s < 16; ++s) r.isum += blk.scales[s] * a.dot(q + 16 * s, base + 16 * s, 16);
+      r.d = f16_to_f32(blk.d);
+      break;
+    }
+    default: ADD_FAILURE() << "no super-block sums for " << format_name(f);
+  }
+  return r;
+}
+
+bool has_minimum(QuantFormat f) {
+  return f == QuantFormat::Q4_1 || f == QuantFormat::Q5_1 || f == QuantFormat::Q2_K || f == QuantFormat::Q4_K ||
+         f == QuantFormat::Q5_K;
+}
+
 // One output in the kernels' order, for the formats this test pins.
 float reference_order_dot(QuantFormat f, const uint8_t* w, const float* x, uint32_t n) {
-  using quant::f16_to_f32;
   if (f == QuantFormat::F32) {
     const auto* wf = reinterpret_cast<const float*>(w);
-    return reference_order(n / 8, [&](float acc, uint32_t u) {
+    return lane_order(n / 8, [&](float acc, uint32_t u) {
       for (uint32_t i = 8 * u; i < 8 * u + 8; ++i) acc = std::fma(wf[i], x[i], acc);
       return acc;
     });
   }
   const ActRow a = act_row(act_format_of(f), x, n);
-  switch (f) {
-    case QuantFormat::Q4_0:
-      return reference_order(n / 32, [&](float acc, uint32_t b) {
-        const auto& blk = reinterpret_cast<const quant::BlockQ4_0*>(w)[b];
-        int dot = 0;
-        for (int j = 0; j < 16; ++j) dot += (blk.qs[j] & 0xF) * a.q[32 * b + j] + (blk.qs[j] >> 4) * a.q[32 * b + 16 + j];
-        return add_scaled(acc, dot - 8 * a.sum(32 * b, 32), f16_to_f32(blk.d), a.d[b]);
-      });
-    case QuantFormat::Q8_0:
-      return reference_order(n / 32, [&](float acc, uint32_t b) {
-        const auto& blk = reinterpret_cast<const quant::BlockQ8_0*>(w)[b];
-        int dot = 0;
-        for (int j = 0; j < 32; ++j) dot += blk.qs[j] * a.q[32 * b + j];
-        return add_scaled(acc, dot, f16_to_f32(blk.d), a.d[b]);
-      });
-    case QuantFormat::Q4_K:
-      return reference_order(n / 32, [&](float acc, uint32_t u) {
-        const uint32_t b = u / 8, j = (u & 7) >> 1, h = u & 1;
-        const auto& blk = reinterpret_cast<const quant::BlockQ4_K*>(w)[b];
-        int sc_lo, m_lo, sc_hi, m_hi;
-        k_scale_min(blk.scales, static_cast<int>(2 * j), sc_lo, m_lo);
-        k_scale_min(blk.scales, static_cast<int>(2 * j + 1), sc_hi, m_hi);
-        const uint32_t base = 256 * b + 64 * j + 16 * h;
-        int dot_lo = 0, dot_hi = 0;
-        for (uint32_t l = 0; l < 16; ++l) {
-          const int q = blk.qs[32 * j + 16 * h + l];
-          dot_lo += (q & 0xF) * a.q[base + l];
-          dot_hi += (q >> 4) * a.q[base + 32 + l];
-        }
-        const int msum = m_lo * a.sum(base, 16) + m_hi * a.sum(base + 32, 16);
-        return add_scaled_mins(acc, sc_lo * dot_lo + sc_hi * dot_hi, f16_to_f32(blk.d), msum, f16_to_f32(blk.dmin),
-                               a.d[b]);
-      });
-    case QuantFormat::Q6_K:
-      return reference_order(n / 32, [&](float acc, uint32_t u) {
-        const uint32_t b = u / 8, half = (u & 4) >> 2, t = u & 3;
-        const auto& blk = reinterpret_cast<const quant::BlockQ6_K*>(w)[b];
-        const int shift = static_cast<int>(2 * (t >> 1));
-        const uint32_t base = 256 * b + 128 * half + 16 * t;
-        int dot_a = 0, dot_b = 0;
-        for (uint32_t l = 0; l < 16; ++l) {
-          const int ql = blk.ql[64 * half + 16 * t + l];
-          const int qh = blk.qh[32 * half + 16 * (t & 1) + l];
-          const int va = ((ql & 0xF) | (((qh >> shift) & 3) << 4)) - 32;
-          const int vb = ((ql >> 4) | (((qh >> (shift + 4)) & 3) << 4)) - 32;
-          dot_a += va * a.q[base + l];
-          dot_b += vb * a.q[base + 64 + l];
-        }
-        const int isum = blk.scales[8 * half + t] * dot_a + blk.scales[8 * half + t + 4] * dot_b;
-        return add_scaled(acc, isum, f16_to_f32(blk.d), a.d[b]);
-      });
-    default: ADD_FAILURE() << "no reference order for " << format_name(f); return 0.0f;
+  const bool super = quant::format_traits(f).block_elems == 256;
+  float total = -0.0f;
+  for (uint32_t seg = 0; seg * 256 < n; ++seg) {
+    if (super) {
+      const SuperSums s = super_sums(f, w, seg, a);
+      const float scaled = static_cast<float>(s.isum) * s.d;
+      const float term = has_minimum(f) ? std::fma(-static_cast<float>(s.msum), s.dmin, scaled) * a.d[seg]
+                                        : scaled * a.d[seg];
+      total += term;
+      continue;
+    }
+    float part = 0.0f;
+    for (uint32_t b = 8 * seg; b < std::min(8 * seg + 8, n / 32); ++b) {
+      const IntBlock blk = int_block(f, w, b);
+      const float fdot = static_cast<float>(a.dot(blk.q, 32 * b, 32));
+      if (has_minimum(f)) part = std::fma(static_cast<float>(a.sum(32 * b, 32)), blk.m * a.d[b], part);
+      part = std::fma(fdot, blk.d * a.d[b], part);
+    }
+    total += part;
   }
+  return total;
 }
 
 // Outputs equal the host emulation of the kernels' order bit for bit: one
-// row and a 13-row product (the tiled kernel), one step of units and
-// several with a partial last step, quantized and random-bit weights.
+// row (the matvec) and 13 and 130 rows (tensor-core tiles), one segment,
+// many, and a partial last segment (896 values), quantized and random-bit
+// weights.
 TEST(GpuMatmulOrder, MatchesReferenceOrderBitForBit) {
   std::mt19937 rng(99);
-  for (QuantFormat f : {QuantFormat::F32, QuantFormat::Q4_0, QuantFormat::Q8_0, QuantFormat::Q4_K,
-                        QuantFormat::Q6_K}) {
-    for (uint32_t n_in : {256u, 4352u, 7936u}) {
-      for (uint32_t n_rows : {1u, 13u}) {
+  for (QuantFormat f : {QuantFormat::F32, QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q8_0,
+                        QuantFormat::Q2_K, QuantFormat::Q4_K, QuantFormat::Q6_K}) {
+    for (uint32_t n_in : {256u, 896u, 4352u, 7936u}) {
+      if (n_in % quant::format_traits(f).block_elems != 0) continue;
+      for (uint32_t n_rows : {1u, 13u, 130u}) {
         const uint32_t n_out = 37;
         const Weights w = n_rows == 1 ? quantized_weights(f, n_out, n_in, rng) : random_bit_weights(f, n_out, n_in, rng);
         const std::vector<float> x = random_rows(n_rows, n_in, rng);

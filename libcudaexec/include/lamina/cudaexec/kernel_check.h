@@ -33,7 +33,7 @@ std::vector<uint8_t> check_silu_quantize(quant::QuantFormat weight_format, const
                                          uint32_t n, uint32_t n_rows, std::vector<float>& out);
 
 // Which kernel check_matmul runs: the one matmul() picks for the shape, or
-// the tensor-core kernel whatever the row count.
+// the tensor-core kernel whatever the row count (also for one row).
 enum class MatmulPath { Auto, TensorCores };
 
 // y[r * n_out + o] = dot(weight row o, x row r) through the GPU matmul (with
@@ -68,11 +68,11 @@ std::vector<float> check_gather_rows(quant::QuantFormat format, const void* w, u
 // after a warm-up.
 double time_matvec_us(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in, int reps);
 
-// Timing of matmul() with n_rows activation rows, as time_matvec_us; with
-// tensor_cores false the matvec kernels run even where matmul() would take
-// the tensor-core path (for comparison).
+// Timing of matmul() with n_rows activation rows, as time_matvec_us. `tile`
+// forces a tensor-core tile shape (0: large, 1: medium, 2: small, 3: tiny;
+// -1: the one matmul() picks), for choosing among them.
 double time_matmul_us(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in,
-                      uint32_t n_rows, int reps, bool tensor_cores = true);
+                      uint32_t n_rows, int reps, int tile = -1);
 
 // Device-to-device copy bandwidth: bytes read plus bytes written per second
 // (GB/s) of cudaMemcpy over `bytes`, median of `reps`.

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <iterator>
 #include <vector>
 
 #include "lamina/cudaexec/device.h"
@@ -20,17 +21,20 @@ namespace {
 
 using lamina::quant::QuantFormat;
 
-constexpr QuantFormat kFormats[] = {QuantFormat::Q4_0, QuantFormat::Q8_0, QuantFormat::Q4_K,
-                                    QuantFormat::Q5_K, QuantFormat::Q6_K, QuantFormat::Q2_K,
-                                    QuantFormat::Q3_K, QuantFormat::IQ4_XS};
+constexpr QuantFormat kFormats[] = {QuantFormat::Q4_K, QuantFormat::Q6_K, QuantFormat::Q4_0,
+                                    QuantFormat::Q5_0, QuantFormat::Q8_0, QuantFormat::Q5_K,
+                                    QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::IQ4_XS};
 
 struct Shape {
   uint32_t n_out;
   uint32_t n_in;
 };
-constexpr Shape kShapes[] = {{14336, 4096}, {4096, 4096}, {4864, 896}, {896, 896}};
-constexpr uint32_t kRowCounts[] = {1, 2, 8, 16, 32, 64, 128, 512, 2048};
-constexpr const char* kTileNames[] = {"large", "medium", "small", "tiny"};
+// Llama-3-8B's q/o, gate/up, k/v and down; Qwen2-0.5B's gate/up, q/o, down, k/v.
+constexpr Shape kShapes[] = {{4096, 4096}, {14336, 4096}, {1024, 4096}, {4096, 14336},
+                             {4864, 896},  {896, 896},    {896, 4864},  {128, 896}};
+constexpr uint32_t kRowCounts[] = {1, 8, 32, 64, 128, 512, 2048};
+constexpr const char* kTileNames[] = {"large", "medium", "square", "thin", "small", "tiny"};
+static_assert(std::size(kTileNames) == lamina::cudaexec::kMmaTileShapes);
 
 std::vector<uint8_t> weights(QuantFormat format, const Shape& s, std::mt19937& rng) {
   constexpr uint32_t kDistinct = 16;
@@ -95,7 +99,7 @@ int main(int argc, char** argv) {
         const double auto_us = lamina::cudaexec::time_matmul_us(f, w.data(), s.n_out, s.n_in, rows, 40);
         std::printf("%-6s %6u x %-5u %5u | %9.1f %7.1f |", std::string(lamina::quant::format_traits(f).name).c_str(),
                     s.n_out, s.n_in, rows, auto_us, flop / auto_us / 1e6);
-        for (int tile = 0; tile < 4 && rows > 1; ++tile) {
+        for (int tile = 0; tile < lamina::cudaexec::kMmaTileShapes && rows > 1; ++tile) {
           std::printf(" %8.1f", lamina::cudaexec::time_matmul_us(f, w.data(), s.n_out, s.n_in, rows, 20, tile));
         }
         std::printf("\n");

@@ -116,25 +116,25 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
   const uint32_t seq = p.seq[tile.first_row];
 
   // The query rows as high and low f16 parts; columns past the head size are 0.
-  for (int i = tid; i < kRows * D; i += 32 * W) {
-    const int r = i / D, d = i % D;
-    float v = 0.0f;
-    if (static_cast<uint32_t>(r) < n_valid && static_cast<uint32_t>(d) < s.head_dim_k) {
-      const uint32_t head = kvh * group + static_cast<uint32_t>(r) % group;
-      v = p.q[(tile.first_row + r / group) * p.q_stride + head * s.head_dim_k + d];
+  for (int r = warp; r < kRows; r += W) {
+    const bool valid = static_cast<uint32_t>(r) < n_valid;
+    const float* qr = p.q + (tile.first_row + r / group) * p.q_stride +
+                      (kvh * group + static_cast<uint32_t>(r) % group) * s.head_dim_k;
+    for (int d = lane; d < D; d += 32) {
+      const float v = valid && static_cast<uint32_t>(d) < s.head_dim_k ? qr[d] : 0.0f;
+      const __half hi = __float2half_rn(v);
+      q_hi[r * kStride + d] = hi;
+      q_lo[r * kStride + d] = __float2half_rn(__fsub_rn(v, __half2float(hi)));
     }
-    const __half hi = __float2half_rn(v);
-    q_hi[r * kStride + d] = hi;
-    q_lo[r * kStride + d] = __float2half_rn(__fsub_rn(v, __half2float(hi)));
   }
   // Head columns past the cache's width stay zero in both chunk buffers.
-  const uint32_t width = max(s.head_dim_k, s.head_dim_v);
-  for (int i = tid; i < 2 * kChunk * D; i += 32 * W) {
-    const int row = i / D, d = i % D;
-    if (static_cast<uint32_t>(d) >= s.head_dim_k) k_buf[row * kStride + d] = __float2half_rn(0.0f);
-    if (static_cast<uint32_t>(d) >= s.head_dim_v) v_buf[row * kStride + d] = __float2half_rn(0.0f);
+  if (s.head_dim_k < static_cast<uint32_t>(D) || s.head_dim_v < static_cast<uint32_t>(D)) {
+    for (int i = tid; i < 2 * kChunk * D; i += 32 * W) {
+      const int row = i / D, d = i % D;
+      if (static_cast<uint32_t>(d) >= s.head_dim_k) k_buf[row * kStride + d] = __float2half_rn(0.0f);
+      if (static_cast<uint32_t>(d) >= s.head_dim_v) v_buf[row * kStride + d] = __float2half_rn(0.0f);
+    }
   }
-  (void)width;
 
   auto load_chunk = [&](uint32_t first, int buf) {
     for (int i = tid; i < kChunk * (D / 8); i += 32 * W) {

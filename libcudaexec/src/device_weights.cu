@@ -1,5 +1,6 @@
 #include "device_weights.h"
 
+#include <initializer_list>
 #include <string>
 
 #include "matmul.h"
@@ -30,6 +31,38 @@ class Placer {
     return dst;
   }
 
+  // Matrices of one format and input length stacked into one (their rows
+  // one after the other), so one product computes them all.
+  DeviceMatrix stacked(std::initializer_list<const HostMatrix*> parts, const std::string& name) {
+    const HostMatrix& first = **parts.begin();
+    const std::size_t row = quant::row_bytes(first.format, first.n_in);
+    uint32_t n_out = 0;
+    for (const HostMatrix* m : parts) n_out += m->n_out;
+    std::byte* dst = layout_.take<std::byte>(row * n_out);
+    if (upload_) {
+      (void)activation_format(first.format);
+      std::size_t at = 0;
+      for (const HostMatrix* m : parts) {
+        copy(dst + at, m->data, row * m->n_out, name);
+        at += row * m->n_out;
+      }
+    }
+    return {first.format, dst, first.n_in, n_out, 1};
+  }
+  const float* stacked(std::initializer_list<const HostVector*> parts, const std::string& name) {
+    uint32_t n = 0;
+    for (const HostVector* v : parts) n += v->n;
+    float* dst = layout_.take<float>(n);
+    if (upload_) {
+      uint32_t at = 0;
+      for (const HostVector* v : parts) {
+        copy(dst + at, v->data, v->n * sizeof(float), name);
+        at += v->n;
+      }
+    }
+    return dst;
+  }
+
  private:
   void copy(void* dst, const void* src, std::size_t bytes, const std::string& name) {
     const cudaError_t err = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
@@ -38,6 +71,13 @@ class Placer {
   BumpLayout& layout_;
   bool upload_;
 };
+
+// Whether matrices can be stacked into one: all present, one format and input length.
+template <class... M>
+bool stackable(const HostMatrix& first, const M&... rest) {
+  return first && first.n_expert == 1 &&
+         ((rest && rest.n_expert == 1 && rest.format == first.format && rest.n_in == first.n_in) && ...);
+}
 
 void place_all(const ModelDesc& model, Placer& p, DeviceWeights& w) {
   w.token_embd = p.matrix(model.token_embd, "token_embd");
@@ -52,14 +92,20 @@ void place_all(const ModelDesc& model, Placer& p, DeviceWeights& w) {
     const std::string n = "blk." + std::to_string(i) + ".";
     d.attn_norm = p.vector(l.attn_norm, n + "attn_norm");
     d.attn_norm_bias = p.vector(l.attn_norm_bias, n + "attn_norm bias");
-    d.wq = p.matrix(l.wq, n + "attn_q");
-    d.wk = p.matrix(l.wk, n + "attn_k");
-    d.wv = p.matrix(l.wv, n + "attn_v");
-    d.wqkv = p.matrix(l.wqkv, n + "attn_qkv");
-    d.bq = p.vector(l.bq, n + "attn_q bias");
-    d.bk = p.vector(l.bk, n + "attn_k bias");
-    d.bv = p.vector(l.bv, n + "attn_v bias");
-    d.bqkv = p.vector(l.bqkv, n + "attn_qkv bias");
+    if (stackable(l.wq, l.wk, l.wv) && (l.bq && l.bk && l.bv || !l.bq && !l.bk && !l.bv)) {
+      // One product for Q, K and V: fewer launches, more blocks for K and V.
+      d.wqkv = p.stacked({&l.wq, &l.wk, &l.wv}, n + "attn_q/k/v");
+      if (l.bq) d.bqkv = p.stacked({&l.bq, &l.bk, &l.bv}, n + "attn_q/k/v bias");
+    } else {
+      d.wq = p.matrix(l.wq, n + "attn_q");
+      d.wk = p.matrix(l.wk, n + "attn_k");
+      d.wv = p.matrix(l.wv, n + "attn_v");
+      d.wqkv = p.matrix(l.wqkv, n + "attn_qkv");
+      d.bq = p.vector(l.bq, n + "attn_q bias");
+      d.bk = p.vector(l.bk, n + "attn_k bias");
+      d.bv = p.vector(l.bv, n + "attn_v bias");
+      d.bqkv = p.vector(l.bqkv, n + "attn_qkv bias");
+    }
     d.q_norm = p.vector(l.q_norm, n + "attn_q_norm");
     d.k_norm = p.vector(l.k_norm, n + "attn_k_norm");
     d.wo = p.matrix(l.wo, n + "attn_output");
@@ -67,8 +113,14 @@ void place_all(const ModelDesc& model, Placer& p, DeviceWeights& w) {
     d.post_attn_norm = p.vector(l.post_attn_norm, n + "post_attention_norm");
     d.ffn_norm = p.vector(l.ffn_norm, n + "ffn_norm");
     d.ffn_norm_bias = p.vector(l.ffn_norm_bias, n + "ffn_norm bias");
-    d.w_gate = p.matrix(l.w_gate, n + "ffn_gate");
-    d.w_up = p.matrix(l.w_up, n + "ffn_up");
+    const bool gated = model.ffn == FfnKind::GatedSilu || model.ffn == FfnKind::GatedGelu;
+    if (gated && stackable(l.w_gate, l.w_up) && !l.b_up) {
+      // [gate; up] in one product, as a fused gate/up tensor is.
+      d.w_up = p.stacked({&l.w_gate, &l.w_up}, n + "ffn_gate/up");
+    } else {
+      d.w_gate = p.matrix(l.w_gate, n + "ffn_gate");
+      d.w_up = p.matrix(l.w_up, n + "ffn_up");
+    }
     d.w_down = p.matrix(l.w_down, n + "ffn_down");
     d.b_up = p.vector(l.b_up, n + "ffn_up bias");
     d.b_down = p.vector(l.b_down, n + "ffn_down bias");

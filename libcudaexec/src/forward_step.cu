@@ -14,11 +14,12 @@ uint32_t q_dim(const ModelDesc& m) { return m.n_head * m.head_dim_k; }
 uint32_t k_dim(const ModelDesc& m) { return m.n_head_kv * m.head_dim_k; }
 uint32_t v_dim(const ModelDesc& m) { return m.n_head_kv * m.head_dim_v; }
 uint32_t qkv_dim(const ModelDesc& m) { return q_dim(m) + k_dim(m) + v_dim(m); }
-bool fused_gate_up(const ModelDesc& m) {
-  return (m.ffn == FfnKind::GatedSilu || m.ffn == FfnKind::GatedGelu) && !m.layers.empty() && !m.layers[0].w_gate;
-}
 uint32_t ff_width(const ModelDesc& m) { return std::max(m.n_ff, m.n_ff_expert); }
-uint32_t gate_width(const ModelDesc& m) { return fused_gate_up(m) ? 2 * m.n_ff : ff_width(m); }
+// Gated FFNs may run gate and up as one product ([gate; up] per row).
+uint32_t gate_width(const ModelDesc& m) {
+  const bool gated = m.ffn == FfnKind::GatedSilu || m.ffn == FfnKind::GatedGelu;
+  return gated ? std::max(2 * m.n_ff, ff_width(m)) : ff_width(m);
+}
 
 AttentionShape attention_shape(const ModelDesc& m, const LayerDesc& l) {
   return {m.n_head, m.n_head_kv, m.head_dim_k, m.head_dim_v, m.attn_scale, m.attn_softcap, l.sliding_window};

@@ -33,10 +33,12 @@
 
 namespace lamina::cudaexec::detail {
 
-// kWarpsM x kWarpsN warps, each kMt m16 tiles (outputs) x kNt n8 tiles (rows).
-template <int kWarpsM_, int kWarpsN_, int kMt_, int kNt_>
+// kWarpsM x kWarpsN warps, each kMt m16 tiles (outputs) x kNt n8 tiles
+// (rows); shared memory sized for kBlocksPerSm resident blocks.
+template <int kWarpsM_, int kWarpsN_, int kMt_, int kNt_, int kBlocksPerSm_>
 struct MmaConfig {
   static constexpr int kWarpsM = kWarpsM_, kWarpsN = kWarpsN_, kMt = kMt_, kNt = kNt_;
+  static constexpr int kBlocksPerSm = kBlocksPerSm_;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
   static constexpr int kM = 16 * kMt * kWarpsM;  // outputs per block
   static constexpr int kN = 8 * kNt * kWarpsN;   // activation rows per block
@@ -85,7 +87,7 @@ struct MmaLayout {
   static constexpr int kMetaBytes = kSuper ? C::kN * 4 + (F::kMin ? C::kN * 32 : 0)
                                            : 8 * C::kN * 4 * (F::kMin ? 2 : 1);
   static constexpr int kStageBytes = (kWBytes + kABytes + kMetaBytes + 127) / 128 * 128;
-  static constexpr int kStages = std::clamp(225 * 1024 / kStageBytes, 2, 4);
+  static constexpr int kStages = std::clamp(225 * 1024 / C::kBlocksPerSm / kStageBytes, 2, 4);
   static constexpr int kSmemBytes = kStages * kStageBytes;
 };
 
@@ -149,7 +151,7 @@ __device__ __forceinline__ void load_b_fragments(uint32_t (&b)[kNt][2], const ui
 }
 
 template <class F, class C>
-__global__ void __launch_bounds__(C::kThreads, 1) matmul_mma_kernel(const MmaParams p) {
+__global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kernel(const MmaParams p) {
   using L = MmaLayout<F, C>;
   constexpr int kMt = C::kMt, kNt = C::kNt;
   extern __shared__ __align__(128) uint8_t smem[];
@@ -262,17 +264,10 @@ __global__ void __launch_bounds__(C::kThreads, 1) matmul_mma_kernel(const MmaPar
         seg_ptr[mt][h] = wtile + w_row[mt][h] * L::kWSlot + ((w_addr[mt][h] + seg * L::kSegBytes) & 15u);
 
     if constexpr (!L::kSuper) {
-      // 32-value blocks: seg chain per output, then total += seg.
+      // 32-value blocks: the chain runs through every block in order.
       const float* da_meta = reinterpret_cast<const float*>(meta);
       const int* sum_meta = reinterpret_cast<const int*>(meta) + 8 * C::kN;
       const int nb = static_cast<int>(min(8u, n_blocks32 - seg * 8));
-      float part[kMt][kNt][4];
-#pragma unroll
-      for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < kNt; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) part[mt][nt][i] = 0.0f;
 #pragma unroll
       for (int b = 0; b < 8; ++b) {
         if (b >= nb) break;
@@ -297,22 +292,17 @@ __global__ void __launch_bounds__(C::kThreads, 1) matmul_mma_kernel(const MmaPar
             for (int i = 0; i < 4; ++i) {
               const float a_scale = (i & 1) ? da.y : da.x;
               const float fdot = exact_float_biased(acc[i]);
+              float& t = total[mt][nt][i];
               if constexpr (F::kMin) {
                 const float fsum = __int2float_rn(sum_meta[b * C::kN + col + (i & 1)]);
-                part[mt][nt][i] = block_step_min(part[mt][nt][i], fdot, dw[i >> 1], a_scale, fsum, mw[i >> 1]);
+                t = block_step_min(t, fdot, dw[i >> 1], a_scale, fsum, mw[i >> 1]);
               } else {
-                part[mt][nt][i] = block_step(part[mt][nt][i], fdot, dw[i >> 1], a_scale);
+                t = block_step(t, fdot, dw[i >> 1], a_scale);
               }
             }
           }
         }
       }
-#pragma unroll
-      for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < kNt; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) total[mt][nt][i] = __fadd_rn(total[mt][nt][i], part[mt][nt][i]);
     } else {
       // Super-block: integer sums over every sub-block, then one f32 term.
       int isum[kMt][kNt][4];
@@ -371,27 +361,24 @@ __global__ void __launch_bounds__(C::kThreads, 1) matmul_mma_kernel(const MmaPar
         for (int nt = 0; nt < kNt; ++nt) {
           const int col = col0 + nt * 8 + 2 * tig;
           const float2 da = *reinterpret_cast<const float2*>(da_meta + col);
-          // msum = sum over sub-blocks of min * (64 h + l): two k16 MMAs, the
-          // second started at kFloatMagicBits for its exact conversion.
-          int msum[4] = {kFloatMagicBits, kFloatMagicBits, kFloatMagicBits, kFloatMagicBits};
+          // msum = sum over sub-blocks of min * (64 h + l): a k16 MMA over the
+          // h parts, its sums times 64 (plus kFloatMagicBits, for the exact
+          // conversion) starting the MMA over the l parts.
+          int msum[4] = {0, 0, 0, 0};
           if constexpr (F::kMin) {
             const uint8_t* split_col = split + (nt * 8 + gid) * 32;
-            int hi[4] = {0, 0, 0, 0};
-            mma_s8_k16(hi, am0, am1, *reinterpret_cast<const uint32_t*>(split_col + 4 * tig));
-            mma_s8_k16(msum, am0, am1, *reinterpret_cast<const uint32_t*>(split_col + 16 + 4 * tig));
+            mma_s8_k16(msum, am0, am1, *reinterpret_cast<const uint32_t*>(split_col + 4 * tig));
 #pragma unroll
-            for (int i = 0; i < 4; ++i) msum[i] += hi[i] * 64;
+            for (int i = 0; i < 4; ++i) msum[i] = msum[i] * 64 + kFloatMagicBits;
+            mma_s8_k16(msum, am0, am1, *reinterpret_cast<const uint32_t*>(split_col + 16 + 4 * tig));
           }
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             const float a_scale = (i & 1) ? da.y : da.x;
-            float t;
-            if constexpr (F::kMin) {
-              t = superblock_term_min(isum[mt][nt][i], exact_float_biased(msum[i]), d[i >> 1], dmin[i >> 1], a_scale);
-            } else {
-              t = superblock_term(isum[mt][nt][i], d[i >> 1], a_scale);
-            }
-            total[mt][nt][i] = __fadd_rn(total[mt][nt][i], t);
+            const float part = F::kMin ? superblock_part_min(isum[mt][nt][i], exact_float_biased(msum[i]),
+                                                             d[i >> 1], dmin[i >> 1])
+                                       : superblock_part(isum[mt][nt][i], d[i >> 1]);
+            total[mt][nt][i] = superblock_step(total[mt][nt][i], part, a_scale);
           }
         }
       }
@@ -453,25 +440,29 @@ void launch_matmul_mma_tile(const MatmulArgs& args, cudaStream_t stream) {
   launch_kernel(matmul_mma_kernel<F, C>, grid, dim3(C::kThreads), L::kSmemBytes, stream, p);
 }
 
-// The tile configurations, by the number of activation rows (measured on an
-// H100; every choice gives the same bits).
-using MmaTileLarge = MmaConfig<4, 2, 2, 8>;   // 128 outputs x 128 rows
-using MmaTileMedium = MmaConfig<4, 2, 2, 4>;  // 128 x 64
-using MmaTileSmall = MmaConfig<4, 1, 1, 2>;   // 64 x 16
-using MmaTileTiny = MmaConfig<4, 1, 1, 1>;    // 64 x 8
+// The tile configurations (every choice gives the same bits).
+using MmaTileLarge = MmaConfig<4, 2, 2, 8, 1>;   // 128 outputs x 128 rows, 8 warps
+using MmaTileMedium = MmaConfig<4, 2, 2, 4, 1>;  // 128 x 64
+using MmaTileSquare = MmaConfig<2, 2, 2, 4, 2>;  // 64 x 64, 2 blocks per SM
+using MmaTileThin = MmaConfig<2, 2, 1, 4, 3>;    // 32 x 64, 3 blocks per SM
+using MmaTileSmall = MmaConfig<4, 1, 1, 2, 3>;   // 64 x 16
+using MmaTileTiny = MmaConfig<4, 1, 1, 1, 3>;    // 64 x 8
+
+// Picks the tile: the most efficient one (outputs x rows per SM and
+// second, measured on an H100 with Q4_K, times the share of its rows in
+// use) among those that give three quarters of the SMs a block; without
+// such a tile, the one with the most blocks.
+MmaTile choose_mma_tile(uint32_t n_out, uint32_t n_rows);
 
 template <class F>
 void launch_matmul_mma_format(const MatmulArgs& args, MmaTile tile, cudaStream_t stream) {
   if (args.n_out == 0 || args.n_rows == 0) return;
-  if (tile == MmaTile::Auto) {
-    tile = args.n_rows > 64 ? MmaTile::Large
-           : args.n_rows > 16 ? MmaTile::Medium
-           : args.n_rows > 8  ? MmaTile::Small
-                              : MmaTile::Tiny;
-  }
+  if (tile == MmaTile::Auto) tile = choose_mma_tile(args.n_out, args.n_rows);
   switch (tile) {
     case MmaTile::Large: launch_matmul_mma_tile<F, MmaTileLarge>(args, stream); break;
     case MmaTile::Medium: launch_matmul_mma_tile<F, MmaTileMedium>(args, stream); break;
+    case MmaTile::Square: launch_matmul_mma_tile<F, MmaTileSquare>(args, stream); break;
+    case MmaTile::Thin: launch_matmul_mma_tile<F, MmaTileThin>(args, stream); break;
     case MmaTile::Small: launch_matmul_mma_tile<F, MmaTileSmall>(args, stream); break;
     default: launch_matmul_mma_tile<F, MmaTileTiny>(args, stream); break;
   }

@@ -4,12 +4,10 @@
 //
 // One warp per output row. 32-value block formats: lane l takes block
 // b0 + l of each step of 32 blocks, computes its exact integer dot and its
-// scale product, then each group of 8 lanes (one segment) chains its blocks
-// in order through shuffles, and the 4 segments are added to the total in
-// order. Super-block formats: the lanes of a super-block each take a work
+// scale product, and the chain then runs through the step's blocks in order
+// (every lane, from the terms in shared memory). Super-block formats: the lanes of a super-block each take a work
 // unit (the layout's natural 16-byte slice), their integer sums are added
-// exactly across those lanes, and the super-blocks' terms join the total in
-// order.
+// exactly across those lanes, and the super-blocks join the total in order.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -39,61 +37,75 @@ __device__ __forceinline__ void matvec_store(const MatvecParams& p, uint32_t o, 
   p.y[o] = total;
 }
 
+// Steps of each kernel whose loads are issued together (memory-level
+// parallelism: a warp keeps this many steps' bytes in flight).
+inline constexpr int kMatvecBatch = 4;
+
 template <class F>
 __global__ void __launch_bounds__(kMatvecWarps * 32) matvec_q32_kernel(const MatvecParams p) {
+  // Per warp, the (dot, scale product[, sum, minimum product]) of each
+  // block of a step, for the chain that runs through them in order.
+  __shared__ float4 terms[kMatvecWarps][32];
   const int lane = static_cast<int>(threadIdx.x & 31u);
-  const uint32_t o = blockIdx.x * kMatvecWarps + (threadIdx.x >> 5);
+  const int warp = static_cast<int>(threadIdx.x >> 5);
+  const uint32_t o = blockIdx.x * kMatvecWarps + warp;
   if (o >= p.n_out) return;
   const uint8_t* wrow = matvec_row_start(p, o, lane);
   enter_dependent_kernel();
   const ActRows& act = p.act;
   const uint32_t n_blocks = p.n_units;
-  const int first = lane & ~7;
 
   float total = -0.0f;
-  for (uint32_t b0 = 0; b0 < n_blocks; b0 += 32) {
-    const uint32_t b = b0 + static_cast<uint32_t>(lane);
-    float fdot = 0.0f, dwda = 0.0f, fsum = 0.0f, mwda = 0.0f;
-    if (b < n_blocks) {
-      const uint8_t* blk = wrow + b * F::kBlockBytes;
-      const int4 a_lo = act.qs16(0, 32 * b);
-      const int4 a_hi = act.qs16(0, 32 * b + 16);
-      const int a_lo_w[4] = {a_lo.x, a_lo.y, a_lo.z, a_lo.w};
-      const int a_hi_w[4] = {a_hi.x, a_hi.y, a_hi.z, a_hi.w};
-      int dot = 0;
+  for (uint32_t base = 0; base < n_blocks; base += 32 * kMatvecBatch) {
+    float4 t[kMatvecBatch];
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        uint32_t lo, hi;
-        F::template word<GlobalMem>(blk, k, lo, hi);
-        dot = __dp4a(static_cast<int>(lo), a_lo_w[k], dot);
-        dot = __dp4a(static_cast<int>(hi), a_hi_w[k], dot);
-      }
-      const float da = act.scale(0, b);
-      fdot = __int2float_rn(dot);
-      dwda = __fmul_rn(F::template scale<GlobalMem>(blk), da);
-      if constexpr (F::kMin) {
-        fsum = __int2float_rn(act.sum(0, b));
-        mwda = __fmul_rn(F::template min_value<GlobalMem>(blk), da);
-      }
-    }
-    // Lane first + i holds block b0 + first + i of this lane's segment.
-    float seg = 0.0f;
+    for (int j = 0; j < kMatvecBatch; ++j) {
+      const uint32_t b = base + 32 * j + static_cast<uint32_t>(lane);
+      t[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (b < n_blocks) {
+        const uint8_t* blk = wrow + b * F::kBlockBytes;
+        const int4 a_lo = act.qs16(0, 32 * b);
+        const int4 a_hi = act.qs16(0, 32 * b + 16);
+        const int a_lo_w[4] = {a_lo.x, a_lo.y, a_lo.z, a_lo.w};
+        const int a_hi_w[4] = {a_hi.x, a_hi.y, a_hi.z, a_hi.w};
+        int dot = 0;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const float f = __shfl_sync(0xFFFFFFFFu, fdot, first + i);
-      const float s = __shfl_sync(0xFFFFFFFFu, dwda, first + i);
-      if constexpr (F::kMin) {
-        const float fs = __shfl_sync(0xFFFFFFFFu, fsum, first + i);
-        const float ms = __shfl_sync(0xFFFFFFFFu, mwda, first + i);
-        if (b0 + first + i < n_blocks) seg = block_step_min_scaled(seg, f, s, fs, ms);
-      } else {
-        if (b0 + first + i < n_blocks) seg = block_step_scaled(seg, f, s);
+        for (int k = 0; k < 4; ++k) {
+          uint32_t lo, hi;
+          F::template word<GlobalMem>(blk, k, lo, hi);
+          dot = __dp4a(static_cast<int>(lo), a_lo_w[k], dot);
+          dot = __dp4a(static_cast<int>(hi), a_hi_w[k], dot);
+        }
+        const float da = act.scale(0, b);
+        t[j].x = __int2float_rn(dot);
+        t[j].y = __fmul_rn(F::template scale<GlobalMem>(blk), da);
+        if constexpr (F::kMin) {
+          t[j].z = __int2float_rn(act.sum(0, b));
+          t[j].w = __fmul_rn(F::template min_value<GlobalMem>(blk), da);
+        }
       }
     }
 #pragma unroll
-    for (int g = 0; g < 4; ++g) {
-      const float sg = __shfl_sync(0xFFFFFFFFu, seg, 8 * g);
-      if (b0 + 8 * g < n_blocks) total = __fadd_rn(total, sg);
+    for (int j = 0; j < kMatvecBatch; ++j) {
+      const uint32_t b0 = base + 32 * j;
+      if (b0 >= n_blocks) break;
+      __syncwarp();
+      terms[warp][lane] = t[j];
+      __syncwarp();
+      const uint32_t n = min(32u, n_blocks - b0);
+      // Eight terms read ahead of their multiply-adds, so the reads overlap.
+      for (uint32_t i0 = 0; i0 < n; i0 += 8) {
+        float4 e[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) e[k] = terms[warp][i0 + k];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          if (i0 + k < n) {
+            total = F::kMin ? block_step_min_scaled(total, e[k].x, e[k].y, e[k].z, e[k].w)
+                            : block_step_scaled(total, e[k].x, e[k].y);
+          }
+        }
+      }
     }
   }
   if (lane == 0) matvec_store(p, o, total);
@@ -117,30 +129,39 @@ __global__ void __launch_bounds__(kMatvecWarps * 32) matvec_superblock_kernel(co
   const int g = lane / kUnits;
 
   float total = -0.0f;
-  for (uint32_t sb0 = 0; sb0 < n_sb; sb0 += kPerStep) {
-    const uint32_t sb = sb0 + static_cast<uint32_t>(g);
-    int2 sums = make_int2(0, 0);
-    if (sb < n_sb) sums = U::unit_sums(wrow, sb * kUnits + static_cast<uint32_t>(lane % kUnits), act);
+  for (uint32_t base = 0; base < n_sb; base += kPerStep * kMatvecBatch) {
+    // Each super-block's part (before the activation scale) and that scale,
+    // in every lane of its group.
+    float part[kMatvecBatch], da[kMatvecBatch];
 #pragma unroll
-    for (int off = kUnits / 2; off > 0; off >>= 1) {
-      sums.x += __shfl_xor_sync(0xFFFFFFFFu, sums.x, off);
-      sums.y += __shfl_xor_sync(0xFFFFFFFFu, sums.y, off);
-    }
-    float t = 0.0f;
-    if (sb < n_sb) {
-      const uint8_t* blk = wrow + sb * F::kBlockBytes;
-      const float da = act.scale(0, sb);
-      if constexpr (F::kMin) {
-        t = superblock_term_min(sums.x, __int2float_rn(sums.y), F::template d<GlobalMem>(blk),
-                                F::template dmin<GlobalMem>(blk), da);
-      } else {
-        t = superblock_term(sums.x, F::template d<GlobalMem>(blk), da);
+    for (int j = 0; j < kMatvecBatch; ++j) {
+      const uint32_t sb = base + kPerStep * j + static_cast<uint32_t>(g);
+      int2 sums = make_int2(0, 0);
+      float d = 0.0f, dmin = 0.0f;
+      da[j] = 0.0f;
+      if (sb < n_sb) {
+        sums = U::unit_sums(wrow, sb * kUnits + static_cast<uint32_t>(lane % kUnits), act);
+        const uint8_t* blk = wrow + sb * F::kBlockBytes;
+        d = F::template d<GlobalMem>(blk);
+        dmin = F::template dmin<GlobalMem>(blk);
+        da[j] = act.scale(0, sb);
       }
-    }
 #pragma unroll
-    for (int k = 0; k < kPerStep; ++k) {
-      const float tk = __shfl_sync(0xFFFFFFFFu, t, k * kUnits);
-      if (sb0 + k < n_sb) total = __fadd_rn(total, tk);
+      for (int off = kUnits / 2; off > 0; off >>= 1) {
+        sums.x += __shfl_xor_sync(0xFFFFFFFFu, sums.x, off);
+        sums.y += __shfl_xor_sync(0xFFFFFFFFu, sums.y, off);
+      }
+      part[j] = F::kMin ? superblock_part_min(sums.x, __int2float_rn(sums.y), d, dmin) : superblock_part(sums.x, d);
+    }
+    // The chain over the batch's super-blocks in order (every lane runs it).
+#pragma unroll
+    for (int j = 0; j < kMatvecBatch; ++j) {
+#pragma unroll
+      for (int k = 0; k < kPerStep; ++k) {
+        const float x = __shfl_sync(0xFFFFFFFFu, part[j], k * kUnits);
+        const float a = __shfl_sync(0xFFFFFFFFu, da[j], k * kUnits);
+        if (base + kPerStep * j + k < n_sb) total = superblock_step(total, x, a);
+      }
     }
   }
   if (lane == 0) matvec_store(p, o, total);

@@ -4,14 +4,13 @@
 //
 // The contract, per output (activation row r, weight row o):
 //   total = -0
-//   for each segment of 256 values, in increasing order:
-//     32-value block formats: seg = +0; for each block b of the segment in
-//       order: seg = block_step(seg, b)   (f32, from the block's exact
-//       integer dot with the activations)
-//     super-block formats (one super-block per segment): seg = the
-//       super-block's term, from its exact integer sums over all its
-//       sub-blocks (sub-block scales applied in integers)
-//     total = total + seg
+//   32-value block formats: for each block b in increasing order:
+//     total = block_step(total, b)   (one fused multiply-add from the
+//     block's exact integer dot with the activations)
+//   super-block formats: for each super-block (a 256-value segment) in
+//     increasing order: total = superblock_step(total, ...), from its exact
+//     integer sums over all its sub-blocks (sub-block scales applied in
+//     integers)
 //   y = total (+ bias) (+ residual)
 // Every f32 step is an explicit _rn intrinsic, so neither kernel can be
 // contracted differently: an output has the same bits whichever kernel, tile
@@ -77,14 +76,15 @@ __device__ __forceinline__ float block_step_min_scaled(float seg, float fdot, fl
 __device__ __forceinline__ float block_step_min(float seg, float fdot, float dw, float da, float fsum, float mw) {
   return block_step_min_scaled(seg, fdot, __fmul_rn(dw, da), fsum, __fmul_rn(mw, da));
 }
-// A super-block: (isum * d) * d_a, or (isum * d - msum * dmin) * d_a for the
-// formats with minima (the subtraction fused). fmsum is msum as f32 (exact:
-// |msum| < 2^22).
-__device__ __forceinline__ float superblock_term(int isum, float d, float da) {
-  return __fmul_rn(__fmul_rn(__int2float_rn(isum), d), da);
+// A super-block: total + x * d_a with x = isum * d, or x = isum * d - msum *
+// dmin for the formats with minima (the subtraction fused), and the last
+// addition fused. fmsum is msum as f32 (exact: |msum| < 2^22).
+__device__ __forceinline__ float superblock_part(int isum, float d) { return __fmul_rn(__int2float_rn(isum), d); }
+__device__ __forceinline__ float superblock_part_min(int isum, float fmsum, float d, float dmin) {
+  return __fmaf_rn(-fmsum, dmin, __fmul_rn(__int2float_rn(isum), d));
 }
-__device__ __forceinline__ float superblock_term_min(int isum, float fmsum, float d, float dmin, float da) {
-  return __fmul_rn(__fmaf_rn(-fmsum, dmin, __fmul_rn(__int2float_rn(isum), d)), da);
+__device__ __forceinline__ float superblock_step(float total, float part, float da) {
+  return __fmaf_rn(part, da, total);
 }
 
 // ---- nibble helpers ----

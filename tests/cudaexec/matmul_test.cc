@@ -2,18 +2,18 @@
 // weight format against libquant's scalar reference.
 //
 // Tolerance of the products: the GPU computes each block's (or sub-block's)
-// integer dot exactly and rounds only in f32 scaling and summation. For the
-// quantized formats (weight_formats.cuh) a row of n_in <= 4352 values takes
-// at most 8 chained fused multiply-adds per 256-value segment plus one add
-// per segment (17 segments), and each term at most 4 roundings of its own
-// (scale product, integer conversion, product, minimum's subtraction): at
-// most about 30 roundings in any output's chain. The float formats take at
-// most n_in / 256 + 13 fused multiply-adds per lane chain and a 32-term sum.
-// Each rounding errs by at most 2^-24 of a partial sum bounded by
-// 2 sum_i |w_i * a_i| (the factor 2 for the formats with minima, where a
-// weight is the difference of two terms). So |gpu - ref| <= 1e-5 *
-// sum_i |w_i * a_i| holds with margin; a wrong bit of any decoder moves the
-// result by orders of magnitude more.
+// integer dot exactly and rounds only in f32 scaling and summation
+// (weight_formats.cuh): one chain per output through its n_in / 32 blocks
+// (one fused multiply-add each, after one rounding of the scale product) or
+// its n_in / 256 super-blocks (about 4 roundings each); the float formats
+// take at most n_in / 256 + 13 fused multiply-adds per lane chain and a
+// 32-term sum. Each rounding errs by at most 2^-24 of a partial sum bounded
+// by 2 sum_i |w_i * a_i| (the factor 2 for the formats with minima). For the
+// longest chains here (136 blocks) that bounds the error by ~3e-5 of
+// sum_i |w_i * a_i| in the worst case, but the roundings are of random sign,
+// so the error grows like the square root of the chain: what the tests
+// report stays an order of magnitude under 1e-5, while a wrong bit of any
+// decoder moves the result by orders of magnitude more.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -269,11 +269,10 @@ TEST_P(GpuKernelTest, GatherRowsMatchesDequantizeBits) {
 //
 // Float weights: lane l adds units l, l + 32, ... of a row in order (fused
 // multiply-adds), and the lane sums are added in lane order, from -0.
-// Quantized weights (weight_formats.cuh): the row's 256-value segments in
-// order, from -0; a segment of 32-value blocks chains its blocks with one
-// fused multiply-add each (after the minimum's, for the formats with one),
-// a super-block adds one term from its exact integer sums,
-// (isum * d - msum * dmin) * d_a with the subtraction fused. The emulation
+// Quantized weights (weight_formats.cuh), from -0: 32-value blocks in
+// order, one fused multiply-add each (after the minimum's, for the formats
+// with one); super-blocks in order, each total + (isum * d - msum * dmin) *
+// d_a from its exact integer sums, the subtraction and the addition fused. The emulation
 // repeats those f32 operations one by one (ISO C++: no contraction), so the
 // GPU must match it bit for bit, one row or many.
 
@@ -463,19 +462,16 @@ float reference_order_dot(QuantFormat f, const uint8_t* w, const float* x, uint3
     if (super) {
       const SuperSums s = super_sums(f, w, seg, a);
       const float scaled = static_cast<float>(s.isum) * s.d;
-      const float term = has_minimum(f) ? std::fma(-static_cast<float>(s.msum), s.dmin, scaled) * a.d[seg]
-                                        : scaled * a.d[seg];
-      total += term;
+      const float part = has_minimum(f) ? std::fma(-static_cast<float>(s.msum), s.dmin, scaled) : scaled;
+      total = std::fma(part, a.d[seg], total);
       continue;
     }
-    float part = 0.0f;
     for (uint32_t b = 8 * seg; b < std::min(8 * seg + 8, n / 32); ++b) {
       const IntBlock blk = int_block(f, w, b);
       const float fdot = static_cast<float>(a.dot(blk.q, 32 * b, 32));
-      if (has_minimum(f)) part = std::fma(static_cast<float>(a.sum(32 * b, 32)), blk.m * a.d[b], part);
-      part = std::fma(fdot, blk.d * a.d[b], part);
+      if (has_minimum(f)) total = std::fma(static_cast<float>(a.sum(32 * b, 32)), blk.m * a.d[b], total);
+      total = std::fma(fdot, blk.d * a.d[b], total);
     }
-    total += part;
   }
   return total;
 }

@@ -69,8 +69,9 @@ std::vector<float> check_gather_rows(quant::QuantFormat format, const void* w, u
 double time_matvec_us(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in, int reps);
 
 // Timing of matmul() with n_rows activation rows, as time_matvec_us. `tile`
-// forces a tensor-core tile shape (0: large, 1: medium, 2: small, 3: tiny;
-// -1: the one matmul() picks), for choosing among them.
+// forces a tensor-core tile shape (0 .. kMmaTileShapes - 1, in the order
+// the benchmark names them; -1: the one matmul() picks), for choosing among them.
+inline constexpr int kMmaTileShapes = 6;
 double time_matmul_us(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in,
                       uint32_t n_rows, int reps, int tile = -1);
 

@@ -23,6 +23,10 @@ namespace lamina::model::hf {
 void add_tokenizer_metadata(const std::filesystem::path& dir, const HfConfig& config, const HfArchitecture& arch,
                             MetadataBuilder& out);
 
+// One past the largest token id of the folder's tokenizer.json (model and added
+// tokens). Throws ModelError.
+uint32_t tokenizer_vocab_size(const std::filesystem::path& dir);
+
 // Adds the special token ids, add_* flags and the chat template (internal to
 // add_tokenizer_metadata; `n_vocab` bounds the ids).
 void add_special_tokens(const std::filesystem::path& dir, const Json& tokenizer_json, const HfConfig& config,

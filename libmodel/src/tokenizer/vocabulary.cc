@@ -25,10 +25,12 @@ constexpr std::string_view kEndOfTurnTexts[] = {
 };
 constexpr std::string_view kEndOfMessageText = "<|eom_id|>";
 
-TokenizerKind kind_of_model(const std::string& model) {
+TokenizerKind kind_of_model(const std::string& model, bool hf_pipeline) {
   if (model == "llama") return TokenizerKind::SentencePiece;
   if (model == "gpt2") return TokenizerKind::BytePairEncoding;
   if (model == "bert") return TokenizerKind::WordPiece;
+  if (hf_pipeline && model == "t5") return TokenizerKind::Unigram;
+  if (hf_pipeline && model == "wordlevel") return TokenizerKind::WordLevel;
   throw TokenizerError(std::string(kModelKey) + ": unsupported tokenizer '" + model +
                        "' (supported: llama, gpt2, bert)");
 }
@@ -112,6 +114,8 @@ void read_special_ids(const gguf::GgufFile& file, Vocabulary& v) {
       defaults.mask = 103;
       break;
     case TokenizerKind::BytePairEncoding:
+    case TokenizerKind::Unigram:
+    case TokenizerKind::WordLevel:
       break;
   }
   SpecialIds& ids = v.ids;
@@ -134,7 +138,8 @@ void read_flags(const gguf::GgufFile& file, Vocabulary& v) {
   const bool wpm = v.kind == TokenizerKind::WordPiece;
   bool bos_default = spm || wpm;
   if (v.kind == TokenizerKind::BytePairEncoding) {
-    bos_default = find_pre_tokenizer_rules(v.pre_name)->add_bos;
+    const PreTokenizerRules* rules = find_pre_tokenizer_rules(v.pre_name);
+    bos_default = rules != nullptr && rules->add_bos;
   }
   v.add_bos = bool_or(file, "tokenizer.ggml.add_bos_token", bos_default);
   v.add_eos = bool_or(file, "tokenizer.ggml.add_eos_token", false);
@@ -216,17 +221,17 @@ void find_byte_tokens(Vocabulary& v) {
 
 }  // namespace
 
-Vocabulary load_vocabulary(const gguf::GgufFile& file) {
+Vocabulary load_vocabulary(const gguf::GgufFile& file, bool hf_pipeline) {
   Vocabulary v;
   const std::optional<std::string> model = optional_string(file, kModelKey);
   if (!model) {
     throw TokenizerError("tokenizer metadata: missing key '" + std::string(kModelKey) + "'");
   }
   v.model_name = *model;
-  v.kind = kind_of_model(v.model_name);
+  v.kind = kind_of_model(v.model_name, hf_pipeline);
   if (const std::optional<std::string> pre = optional_string(file, kPreKey)) v.pre_name = *pre;
   const bool bpe = v.kind == TokenizerKind::BytePairEncoding;
-  if (bpe && find_pre_tokenizer_rules(v.pre_name) == nullptr) {
+  if (bpe && !hf_pipeline && find_pre_tokenizer_rules(v.pre_name) == nullptr) {
     throw TokenizerError(std::string(kPreKey) + ": unknown pre-tokenizer '" + v.pre_name + "'");
   }
 

@@ -21,11 +21,19 @@ struct Expected {
   std::string decode_no_special;    // decode(ids_no_special)
 };
 
-// Which of the five agree.
+// Which of the five agree (a decode counts only when streaming it token by token
+// gives the same text too).
 struct Outcome {
   bool encode_with = false, encode_without = false, decode_keep = false, decode_skip = false, decode_plain = false;
   bool all() const { return encode_with && encode_without && decode_keep && decode_skip && decode_plain; }
 };
+
+inline std::string stream_decode(const Tokenizer& tok, const std::vector<int32_t>& ids, const DecodeOptions& options) {
+  StreamingDecoder decoder(tok, options);
+  std::string text;
+  for (int32_t id : ids) text += decoder.push(id);
+  return text + decoder.finish();
+}
 
 inline std::string show(const std::vector<int32_t>& ids) {
   std::string s = "[";
@@ -50,8 +58,12 @@ inline Outcome check(const Tokenizer& tok, const Expected& e, const std::string&
   const std::string keep = tok.decode(e.ids_with_special, {.render_special = true});
   const std::string skip = tok.decode(e.ids_with_special, {.render_special = false});
   const std::string plain = tok.decode(e.ids_no_special, {.render_special = true});
-  o.decode_keep = keep == e.decode_keep_special;
-  o.decode_skip = skip == e.decode_skip_special;
+  const std::string streamed_keep = stream_decode(tok, e.ids_with_special, {.render_special = true});
+  const std::string streamed_skip = stream_decode(tok, e.ids_with_special, {.render_special = false});
+  EXPECT_EQ(streamed_keep, keep) << label << ": streamed decode keeping special tokens";
+  EXPECT_EQ(streamed_skip, skip) << label << ": streamed decode skipping special tokens";
+  o.decode_keep = keep == e.decode_keep_special && streamed_keep == keep;
+  o.decode_skip = skip == e.decode_skip_special && streamed_skip == skip;
   o.decode_plain = plain == e.decode_no_special;
   EXPECT_TRUE(o.decode_keep) << label << ": decode keeping special tokens\ngot  '" << keep << "'\nwant '"
                              << e.decode_keep_special << "'";

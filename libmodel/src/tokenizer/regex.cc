@@ -21,6 +21,8 @@ constexpr std::string_view kWhitespaceItems =
 // Oniguruma's Unicode \w and \h.
 constexpr std::string_view kWordItems = "\\p{L}\\p{M}\\p{N}\\p{Pc}";
 constexpr std::string_view kHexItems = "0-9A-Fa-f";
+// Rust's regex crate's Unicode \w (Unicode TR18's word characters).
+constexpr std::string_view kRustWordItems = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}";
 
 struct ClassEscape {
   char letter;
@@ -35,6 +37,8 @@ std::string translate(std::string_view pattern, RegexDialect dialect) {
   if (dialect == RegexDialect::Oniguruma) {
     escapes.push_back({'w', kWordItems});
     escapes.push_back({'h', kHexItems});
+  } else if (dialect == RegexDialect::RustRegex) {
+    escapes.push_back({'w', kRustWordItems});
   }
   std::string out;
   int class_depth = 0;
@@ -97,6 +101,7 @@ Regex::Regex(std::string_view pattern, RegexDialect dialect) : pattern_(pattern)
       source = translate(pattern, dialect);
       break;
     case RegexDialect::LlamaCpp:
+    case RegexDialect::RustRegex:
       options |= PCRE2_DOLLAR_ENDONLY;
       source = translate(pattern, dialect);
       break;

@@ -25,6 +25,9 @@ enum class RegexDialect {
   Oniguruma,
   // llama.cpp's per-pre-tokenizer rules: $ only at the very end.
   LlamaCpp,
+  // Rust's regex crate (the Whitespace pre-tokenizer's): \w is alphabetic, marks,
+  // decimal digits, connector punctuation and the joiners; $ only at the very end.
+  RustRegex,
   // A literal string (Split and Replace with a "String" pattern).
   Literal,
 };

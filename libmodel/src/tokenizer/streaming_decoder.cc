@@ -43,7 +43,13 @@ void StreamingDecoder::prime(std::span<const int32_t> context) {
 std::string StreamingDecoder::push(int32_t id) {
   ids_.push_back(id);
   const std::string text = decode_from(prefix_, ids_.size());
-  if (text.size() <= prefix_text_.size() || !text.starts_with(prefix_text_) || ends_unfinished(text)) return {};
+  // A character is at most 4 bytes, so a few held tokens always complete one; past that
+  // the text goes out as it is (a stream of real U+FFFD characters must not grow the
+  // window without end).
+  constexpr std::size_t kMaxHeld = 8;
+  const bool may_wait = ids_.size() - read_ < kMaxHeld;
+  if (text.size() <= prefix_text_.size() || !text.starts_with(prefix_text_) || (may_wait && ends_unfinished(text)))
+    return {};
   std::string out = text.substr(prefix_text_.size());
   // The next window starts at the tokens just returned, so their text anchors the next.
   prefix_ = read_;

@@ -35,7 +35,7 @@ TokenizerKind kind_of_model(const std::string& model, bool hf_pipeline) {
                        "' (supported: llama, gpt2, bert)");
 }
 
-void read_tokens(const gguf::GgufFile& file, Vocabulary& v) {
+void read_tokens(const gguf::GgufFile& file, Vocabulary& v, bool hf_pipeline) {
   v.texts = required_string_table(file, kTokensKey);
   if (v.texts.empty()) throw TokenizerError(std::string(kTokensKey) + ": the vocabulary is empty");
   if (v.texts.size() > static_cast<std::size_t>(INT32_MAX)) {
@@ -73,7 +73,8 @@ void read_tokens(const gguf::GgufFile& file, Vocabulary& v) {
   }
 
   const int32_t duplicate = v.index.build(v.texts);
-  if (duplicate >= 0) {
+  // A Hugging Face Unigram vocabulary may list a piece twice; its pipeline decides.
+  if (duplicate >= 0 && !hf_pipeline) {
     throw TokenizerError(std::string(kTokensKey) + ": token " + std::to_string(duplicate) +
                          " repeats the text of token " +
                          std::to_string(v.find(v.texts[static_cast<std::size_t>(duplicate)])));
@@ -133,7 +134,7 @@ void read_special_ids(const gguf::GgufFile& file, Vocabulary& v) {
   ids.mask = read_special_id(file, v, "tokenizer.ggml.mask_token_id", defaults.mask, false);
 }
 
-void read_flags(const gguf::GgufFile& file, Vocabulary& v) {
+void read_flags(const gguf::GgufFile& file, Vocabulary& v, bool hf_pipeline) {
   const bool spm = v.kind == TokenizerKind::SentencePiece;
   const bool wpm = v.kind == TokenizerKind::WordPiece;
   bool bos_default = spm || wpm;
@@ -154,6 +155,13 @@ void read_flags(const gguf::GgufFile& file, Vocabulary& v) {
   v.lowercase = bool_or(file, "tokenizer.ggml.normalizer.lowercase", true);
   v.strip_accents = bool_or(file, "tokenizer.ggml.normalizer.strip_accents", v.lowercase);
 
+  // With a Hugging Face pipeline its post-processor adds the tokens; the flags only
+  // describe it, and one whose token has no id here (RoBERTa's <s>) says nothing.
+  if (hf_pipeline) {
+    v.add_bos = v.add_bos && v.ids.bos != kNoToken;
+    v.add_eos = v.add_eos && v.ids.eos != kNoToken;
+    v.add_sep = v.add_sep && v.ids.sep != kNoToken;
+  }
   auto require = [](bool flag, int32_t id, const char* flag_key, const char* id_key) {
     if (flag && id == kNoToken) {
       throw TokenizerError(std::string(flag_key) + " is true but the vocabulary has no token " +
@@ -235,9 +243,9 @@ Vocabulary load_vocabulary(const gguf::GgufFile& file, bool hf_pipeline) {
     throw TokenizerError(std::string(kPreKey) + ": unknown pre-tokenizer '" + v.pre_name + "'");
   }
 
-  read_tokens(file, v);
+  read_tokens(file, v, hf_pipeline);
   read_special_ids(file, v);
-  read_flags(file, v);
+  read_flags(file, v, hf_pipeline);
   find_end_of_generation(v);
   mark_right_strippers(file, v);
   find_byte_tokens(v);

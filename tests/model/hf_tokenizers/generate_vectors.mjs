@@ -119,7 +119,9 @@ async function vectors(tokenizer, texts) {
   return cases;
 }
 
-async function write(name, json, config, source) {
+// `gguf`: whether llama.cpp's GGUF keys can express the tokenizer (the test then
+// checks that form too).
+async function write(name, json, config, source, gguf = true) {
   const dir = path.join(out, name);
   fs.mkdirSync(dir, { recursive: true });
   const text = JSON.stringify(json);
@@ -128,8 +130,195 @@ async function write(name, json, config, source) {
   // The reference runs the pipeline transformers runs (the config's template applied).
   const tokenizer = Tokenizer.fromString(JSON.stringify(applyConfig(structuredClone(json), config)));
   const cases = await vectors(tokenizer, corpusFor(json));
-  fs.writeFileSync(path.join(dir, 'vectors.json'), JSON.stringify({ source, cases }));
+  fs.writeFileSync(path.join(dir, 'vectors.json'), JSON.stringify({ source, gguf, cases }));
   console.log(`${name}: ${cases.length} strings`);
+}
+
+// --- Tokenizers built here (DERIVED) to run the components no family above uses, each
+// from the corpus: WordPiece with BERT's normalizer, pre-tokenizer, processing and
+// decoder; Unigram with byte fallback under Metaspace; WordLevel with the character
+// pre-tokenizers; BPE with an end-of-word suffix or a continuing-subword prefix under
+// every Split behaviour; CTC decoding; GPT-2's ByteLevel with a prefix space.
+
+const added = (id, content, flags = {}) => ({
+  id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true, ...flags,
+});
+const template = (single, specials) => ({
+  type: 'TemplateProcessing',
+  single: single.map((x) => (x === 'A' ? { Sequence: { id: 'A', type_id: 0 } } : { SpecialToken: { id: x, type_id: 0 } })),
+  pair: single.map((x) => (x === 'A' ? { Sequence: { id: 'A', type_id: 0 } } : { SpecialToken: { id: x, type_id: 0 } })),
+  special_tokens: Object.fromEntries(specials.map(([t, id]) => [t, { id: t, ids: [id], tokens: [t] }])),
+});
+
+function words(texts, lower) {
+  const counts = new Map();
+  for (const t of texts) {
+    for (const w of (lower ? t.toLowerCase() : t).match(/[\p{L}\p{M}\p{N}]+/gu) ?? []) counts.set(w, (counts.get(w) ?? 0) + 1);
+  }
+  return [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([w]) => w);
+}
+function chars(texts) {
+  return [...new Set([...texts.join('')])].sort();
+}
+function vocabOf(list) {
+  const vocab = {};
+  for (const t of list) if (!(t in vocab)) vocab[t] = Object.keys(vocab).length;
+  return vocab;
+}
+
+// A plain BPE trainer: the most frequent adjacent pair merges first (ties by text).
+function trainBpe(wordList, { prefix = '', suffix = '', merges: n }) {
+  const split = wordList.map((w) => {
+    const cs = [...w];
+    return cs.map((c, i) => (i > 0 ? prefix : '') + c + (i === cs.length - 1 ? suffix : ''));
+  });
+  const alphabet = new Set(split.flat());
+  const merges = [];
+  for (let m = 0; m < n; m++) {
+    const counts = new Map();
+    for (const s of split) for (let i = 0; i + 1 < s.length; i++) {
+      const key = s[i] + '\u0000' + s[i + 1];
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    let best = null;
+    for (const [k, c] of counts) if (!best || c > best[1] || (c === best[1] && k < best[0])) best = [k, c];
+    if (!best || best[1] < 2) break;
+    const [a, b] = best[0].split('\u0000');
+    merges.push([a, b]);
+    const joined = a + b.slice(prefix.length);
+    alphabet.add(joined);
+    for (const s of split) for (let i = 0; i + 1 < s.length; i++) if (s[i] === a && s[i + 1] === b) s.splice(i, 2, joined);
+  }
+  return { symbols: [...alphabet], merges };
+}
+
+function wordPieceBert() {
+  const w = words(common, true).slice(0, 150);
+  const cs = chars(common.map((t) => t.toLowerCase())).filter((c) => !/\s/u.test(c));
+  const specials = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'];
+  const vocab = vocabOf([...specials, ...cs, ...cs.map((c) => '##' + c), ...w, '##s', '##ing', '##ed', '##ly']);
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [added(0, '[PAD]'), added(1, '[UNK]'), added(2, '[CLS]'), added(3, '[SEP]'), added(4, '[MASK]', { lstrip: true })],
+    normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true },
+    pre_tokenizer: { type: 'BertPreTokenizer' },
+    post_processor: { type: 'BertProcessing', sep: ['[SEP]', 3], cls: ['[CLS]', 2] },
+    decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
+    model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab },
+  };
+}
+
+function unigramMetaspace() {
+  const w = words(common, false).slice(0, 200);
+  const bytes = Array.from({ length: 256 }, (_, b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
+  const cs = chars(common).filter((c) => /[\p{L}\p{N}\p{P}]/u.test(c)).slice(0, 300);
+  const vocab = [['<unk>', 0], ['<s>', 0], ['</s>', 0], ['<sep>', 0], ['hello world', 0], ...bytes.map((b) => [b, 0]),
+    ['\u2581', -3], ...cs.map((c, i) => [c, -6 - (i % 7) / 10]),
+    ...w.flatMap((x, i) => [['\u2581' + x, -4 - i / 100], [x, -5 - i / 100]])];
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [added(0, '<unk>'), added(1, '<s>'), added(2, '</s>'), added(3, '<sep>', { lstrip: true, rstrip: true }),
+      added(4, 'hello world', { special: false, normalized: true, single_word: true })],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFKC' },
+      { type: 'Replace', pattern: { Regex: ' {2,}' }, content: ' ' }, { type: 'Strip', strip_left: true, strip_right: true }] },
+    pre_tokenizer: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'always', split: true },
+    post_processor: template(['A', '</s>'], [['</s>', 2]]),
+    decoder: { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: '\u2581' }, content: ' ' },
+      { type: 'ByteFallback' }, { type: 'Fuse' }, { type: 'Strip', content: ' ', start: 1, stop: 0 }] },
+    model: { type: 'Unigram', unk_id: 0, vocab, byte_fallback: true },
+  };
+}
+
+function wordLevelPunct() {
+  const lowered = common.map((t) => t.normalize('NFD').replace(/\p{Mn}/gu, '').toLowerCase());
+  const w = words(lowered, false).filter((x) => !/\p{N}/u.test(x)).slice(0, 200);
+  const punct = chars(lowered).filter((c) => /\p{P}/u.test(c));
+  const vocab = vocabOf(['[UNK]', '<s>', '</s>', ...w, ...punct, ...'0123456789']);
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [added(0, '[UNK]'), added(1, '<s>'), added(2, '</s>')],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFD' }, { type: 'StripAccents' }, { type: 'Lowercase' }] },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'WhitespaceSplit' },
+      { type: 'Punctuation', behavior: 'Isolated' }, { type: 'Digits', individual_digits: true }] },
+    post_processor: { type: 'RobertaProcessing', sep: ['</s>', 2], cls: ['<s>', 1], trim_offsets: true, add_prefix_space: false },
+    decoder: null,
+    model: { type: 'WordLevel', vocab, unk_token: '[UNK]' },
+  };
+}
+
+function bpeSuffix() {
+  const lowered = common.map((t) => t.toLowerCase());
+  const { symbols, merges } = trainBpe(words(lowered, false), { suffix: '</w>', merges: 400 });
+  const vocab = vocabOf(['<unk>', '<bos>', '<eos>', ...chars(lowered).filter((c) => !/\s/u.test(c)), ...symbols]);
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [added(0, '<unk>'), added(1, '<bos>'), added(2, '<eos>')],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'Lowercase' }, { type: 'Replace', pattern: { Regex: '\\s+' }, content: ' ' }] },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [
+      { type: 'Split', pattern: { Regex: '\\s+' }, behavior: 'Removed', invert: false },
+      { type: 'Split', pattern: { String: '-' }, behavior: 'MergedWithPrevious', invert: false },
+      { type: 'Split', pattern: { Regex: '[.,!?;:]' }, behavior: 'MergedWithNext', invert: false },
+      { type: 'Split', pattern: { Regex: '\\d' }, behavior: 'Contiguous', invert: false },
+      { type: 'Split', pattern: { Regex: '[\\p{L}\\p{M}]+' }, behavior: 'Isolated', invert: true },
+      { type: 'CharDelimiterSplit', delimiter: '_' }] },
+    post_processor: template(['<bos>', 'A', '<eos>'], [['<bos>', 1], ['<eos>', 2]]),
+    decoder: { type: 'BPEDecoder', suffix: '</w>' },
+    model: { type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: null, end_of_word_suffix: '</w>',
+      fuse_unk: true, byte_fallback: false, ignore_merges: false, vocab, merges },
+  };
+}
+
+function bpePrefix() {
+  const { symbols, merges } = trainBpe(words(common, false), { prefix: '##', merges: 400 });
+  const cs = chars(common).filter((c) => !/\s/u.test(c));
+  const vocab = vocabOf(['[UNK]', ...cs, ...cs.map((c) => '##' + c), ...symbols]);
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [added(0, '[UNK]')],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFKD' }, { type: 'Prepend', prepend: '~' }] },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Whitespace' }, { type: 'Digits', individual_digits: false },
+      { type: 'Punctuation', behavior: 'Contiguous' }] },
+    post_processor: null,
+    decoder: { type: 'WordPiece', prefix: '##', cleanup: false },
+    model: { type: 'BPE', dropout: null, unk_token: '[UNK]', continuing_subword_prefix: '##', end_of_word_suffix: null,
+      fuse_unk: false, byte_fallback: false, vocab, merges },
+  };
+}
+
+function ctcChars() {
+  const cs = chars(common.map((t) => t.toLowerCase())).filter((c) => !/\s/u.test(c) && c !== '|');
+  const vocab = vocabOf(['<pad>', '<unk>', '|', ...cs]);
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [added(0, '<pad>'), added(1, '<unk>')],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'Lowercase' }, { type: 'Replace', pattern: { String: ' ' }, content: '|' }] },
+    pre_tokenizer: { type: 'Split', pattern: { Regex: '.' }, behavior: 'Isolated', invert: false },
+    post_processor: null,
+    decoder: { type: 'CTC', pad_token: '<pad>', word_delimiter_token: '|', cleanup: true },
+    model: { type: 'WordLevel', vocab, unk_token: '<unk>' },
+  };
+}
+
+// Llama 3's vocabulary under GPT-2's pre-tokenizer with a prefix space and RoBERTa's
+// processing.
+function gpt2ByteLevel(llama3) {
+  const copy = structuredClone(llama3);
+  copy.pre_tokenizer = { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true };
+  copy.post_processor = { type: 'RobertaProcessing', sep: ['<|end_of_text|>', 128001], cls: ['<|begin_of_text|>', 128000],
+    trim_offsets: true, add_prefix_space: true };
+  return copy;
+}
+
+const built = {
+  built_wordpiece_bert: wordPieceBert,
+  built_unigram_metaspace: unigramMetaspace,
+  built_wordlevel_punct: wordLevelPunct,
+  built_bpe_suffix_splits: bpeSuffix,
+  built_bpe_prefix: bpePrefix,
+  built_ctc_chars: ctcChars,
+};
+for (const [name, make] of Object.entries(built)) {
+  await write(name, make(), { tokenizer_class: 'PreTrainedTokenizerFast' }, 'DERIVED: built by generate_vectors.mjs', false);
 }
 
 for (const [name, pkg] of Object.entries(packages)) {
@@ -137,6 +326,10 @@ for (const [name, pkg] of Object.entries(packages)) {
   const json = JSON.parse(fs.readFileSync(path.join(models, 'tokenizer.json'), 'utf8'));
   const config = JSON.parse(fs.readFileSync(path.join(models, 'tokenizer_config.json'), 'utf8'));
   await write(name, json, config, `${pkg}/models`);
+  if (name === 'llama3') {
+    await write('llama3_gpt2_bytelevel', gpt2ByteLevel(json), { tokenizer_class: 'PreTrainedTokenizerFast' },
+      `${pkg}/models, DERIVED: GPT-2's ByteLevel pre-tokenizer with add_prefix_space and RoBERTa processing`, false);
+  }
   if (name === 'llama2') {
     await write('llama2_metaspace_first', metaspaceFirst(json), { ...config, tokenizer_class: 'PreTrainedTokenizerFast' },
       `${pkg}/models, DERIVED: Metaspace(prepend_scheme first) in place of the Prepend/Replace normalizer`);

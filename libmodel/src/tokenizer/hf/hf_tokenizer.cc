@@ -25,6 +25,21 @@ const Json& section(const Json& root, const char* key) {
   return it == root.end() ? kNull : *it;
 }
 
+// Pipeline sections nest (Sequence of Sequence ...) and are built recursively: a file
+// nested deeper than any real one is refused before it can exhaust the stack.
+void check_nesting(const Json& section, const char* name) {
+  constexpr std::size_t kMaxDepth = 32;
+  std::vector<std::pair<const Json*, std::size_t>> stack{{&section, 1}};
+  while (!stack.empty()) {
+    const auto [value, depth] = stack.back();
+    stack.pop_back();
+    if (depth > kMaxDepth) fail(name, "is nested more than " + std::to_string(kMaxDepth) + " levels deep");
+    if (value->is_structured()) {
+      for (const Json& child : *value) stack.emplace_back(&child, depth + 1);
+    }
+  }
+}
+
 std::vector<AddedToken> read_added_tokens(const Json& root) {
   const Json& list = section(root, "added_tokens");
   std::vector<AddedToken> out;
@@ -50,6 +65,7 @@ std::vector<AddedToken> read_added_tokens(const Json& root) {
 
 HfTokenizer::HfTokenizer(std::string_view json_text) : added_({}) {
   const Json root = parse(json_text);
+  for (const char* name : {"normalizer", "pre_tokenizer", "post_processor", "decoder"}) check_nesting(section(root, name), name);
   normalizer_ = make_normalizer(section(root, "normalizer"));
   pre_tokenizer_ = make_pre_tokenizer(section(root, "pre_tokenizer"));
   const Json& model = section(root, "model");

@@ -115,8 +115,9 @@ class Unigram final : public Model {
       scores_.push_back(e[1].get<double>());
       max_piece_bytes_ = std::max(max_piece_bytes_, piece.size());
     }
-    const int32_t duplicate = vocab_.index.build(vocab_.texts);
-    if (duplicate >= 0) fail(kWhere, "vocab repeats piece " + std::to_string(duplicate));
+    // A piece listed twice is found under its last id, as the tokenizers library does.
+    vocab_.index.build(StringTable{});
+    for (std::size_t id = vocab_.texts.size(); id-- > 0;) vocab_.index.insert(static_cast<int32_t>(id), vocab_.texts);
     if (spec.contains("unk_id") && spec["unk_id"].is_number_unsigned()) {
       const auto id = spec["unk_id"].get<uint64_t>();
       if (id >= vocab_.texts.size()) fail(kWhere, "unk_id is outside the vocab");

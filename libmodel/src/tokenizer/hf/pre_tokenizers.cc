@@ -271,7 +271,8 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& spec) {
   }
   if (type == "Metaspace") return make_metaspace(spec, where);
   if (type == "Whitespace") {
-    return std::make_unique<RegexSplit>(R"(\w+|[^\w\s]+)", RegexDialect::Oniguruma, Behavior::Removed, true);
+    // The tokenizers library runs this one with Rust's regex crate, not Oniguruma.
+    return std::make_unique<RegexSplit>(R"(\w+|[^\w\s]+)", RegexDialect::RustRegex, Behavior::Removed, true);
   }
   if (type == "WhitespaceSplit") return std::make_unique<CharSplit>(is_whitespace, Behavior::Removed);
   if (type == "Punctuation") {

@@ -83,7 +83,6 @@ gguf::GgufFile load_hf_tokenizer(const std::filesystem::path& dir) {
         config_path.string());
     hf::HfArchitecture arch;
     arch.n_vocab = has_config ? config.u32("vocab_size").value_or(0) : 0;
-    if (arch.n_vocab == 0) arch.n_vocab = hf::tokenizer_vocab_size(dir);
     hf::MetadataBuilder md;
     md.set("general.type", gguf::Value::string("vocab"));
     md.set("general.name", gguf::Value::string(model_name(dir)));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <string_view>
 
 #include "hf/mapped_file.h"
@@ -246,7 +247,7 @@ bool is_byte_token(std::string_view t) {
 // scores here follow the merge order instead (the token made by merge r
 // scores -r), which is what a SentencePiece BPE model itself stores.
 void add_sentencepiece_vocab(const TokenizerJson& tj, uint32_t n_vocab, MetadataBuilder& out) {
-  std::map<std::string, float> merge_score;
+  std::unordered_map<std::string, float> merge_score;
   const std::vector<std::string> merges = tj.merges();
   for (std::size_t r = 0; r < merges.size(); ++r) {
     const std::size_t space = merges[r].find(' ', 1);
@@ -295,15 +296,30 @@ void add_plain_vocab(const TokenizerJson& tj, uint32_t n_vocab, const std::strin
   if (vocab.is_array()) out.set("tokenizer.ggml.scores", Value::f32_array(scores));
 }
 
+// One past the largest token id of the model and the added tokens.
+uint32_t vocab_size_of(const TokenizerJson& tj, const std::string& file) {
+  uint32_t n = 0;
+  const Json& vocab = tj.model().value("vocab", Json());
+  if (vocab.is_array()) {
+    n = static_cast<uint32_t>(vocab.size());
+  } else if (vocab.is_object()) {
+    for (const auto& [text, id] : vocab.items()) n = std::max(n, json_u32(id, file, "model.vocab[" + text + "]") + 1);
+  }
+  for (const Json& t : tj.added_tokens()) n = std::max(n, json_u32(t["id"], file, "added_tokens id") + 1);
+  return n;
+}
+
 // transformers' Llama and Gemma tokenizer classes rebuild the post-processor from
 // tokenizer_config.json's add_bos_token / add_eos_token (defaults: BOS, no EOS), whatever
 // tokenizer.json says: the pipeline lamina runs gets that template too.
-bool apply_config_special_tokens(Json& root, const Json& tokenizer_config) {
+// Returns the rebuilt tokenizer.json, or nullopt when the class does not do this.
+std::optional<Json> apply_config_special_tokens(const Json& original, const Json& tokenizer_config) {
   static const std::string_view kClasses[] = {"LlamaTokenizer",     "LlamaTokenizerFast", "CodeLlamaTokenizer",
                                                "CodeLlamaTokenizerFast", "GemmaTokenizer",  "GemmaTokenizerFast",
                                                "CohereTokenizerFast"};
   const std::string cls = tokenizer_config.value("tokenizer_class", "");
-  if (std::find(std::begin(kClasses), std::end(kClasses), cls) == std::end(kClasses)) return false;
+  if (std::find(std::begin(kClasses), std::end(kClasses), cls) == std::end(kClasses)) return std::nullopt;
+  Json root = original;
   auto flag = [&](const char* key, bool fallback) {
     const auto it = tokenizer_config.find(key);
     return it != tokenizer_config.end() && it->is_boolean() ? it->get<bool>() : fallback;
@@ -331,25 +347,10 @@ bool apply_config_special_tokens(Json& root, const Json& tokenizer_config) {
   single.push_back({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
   if (flag("add_eos_token", false) && eos) add_special(*eos);
   root["post_processor"] = {{"type", "TemplateProcessing"}, {"single", single}, {"pair", single}, {"special_tokens", special_tokens}};
-  return true;
+  return root;
 }
 
 }  // namespace
-
-uint32_t tokenizer_vocab_size(const std::filesystem::path& dir) {
-  const auto path = dir / "tokenizer.json";
-  if (!std::filesystem::exists(path)) throw ModelError(dir.string() + ": no tokenizer.json (it is required)");
-  const TokenizerJson tj(parse_json_object(read_text_file(path), path.string()), path.string());
-  uint32_t n = 0;
-  const Json& vocab = tj.model().value("vocab", Json());
-  if (vocab.is_array()) {
-    n = static_cast<uint32_t>(vocab.size());
-  } else if (vocab.is_object()) {
-    for (const auto& [text, id] : vocab.items()) n = std::max(n, json_u32(id, path.string(), "model.vocab[" + text + "]") + 1);
-  }
-  for (const Json& t : tj.added_tokens()) n = std::max(n, json_u32(t["id"], path.string(), "added_tokens id") + 1);
-  return n;
-}
 
 void add_tokenizer_metadata(const std::filesystem::path& dir, const HfConfig& config, const HfArchitecture& arch,
                             MetadataBuilder& out) {
@@ -358,29 +359,29 @@ void add_tokenizer_metadata(const std::filesystem::path& dir, const HfConfig& co
   const std::string text = read_text_file(path);
   TokenizerJson tj(parse_json_object(text, path.string()), path.string());
   const Json& model = tj.model();
+  const uint32_t n_vocab = arch.n_vocab != 0 ? arch.n_vocab : vocab_size_of(tj, path.string());
   const std::string type = model.value("type", "BPE");
   const std::string decoder = tj.type_of(tj.section("decoder"));
   if (type == "BPE" && decoder == "ByteLevel" && !model.value("byte_fallback", false)) {
-    add_byte_level_vocab(tj, arch.n_vocab, out);
+    add_byte_level_vocab(tj, n_vocab, out);
   } else if (type == "BPE") {
-    add_sentencepiece_vocab(tj, arch.n_vocab, out);
+    add_sentencepiece_vocab(tj, n_vocab, out);
   } else if (type == "WordPiece") {
-    add_plain_vocab(tj, arch.n_vocab, "bert", out);
+    add_plain_vocab(tj, n_vocab, "bert", out);
   } else if (type == "Unigram") {
-    add_plain_vocab(tj, arch.n_vocab, "t5", out);
+    add_plain_vocab(tj, n_vocab, "t5", out);
   } else if (type == "WordLevel") {
-    add_plain_vocab(tj, arch.n_vocab, "wordlevel", out);
+    add_plain_vocab(tj, n_vocab, "wordlevel", out);
   } else {
     tj.fail("model type '" + type + "' is not one of BPE, Unigram, WordPiece, WordLevel");
   }
-  add_special_tokens(dir, tj.root(), config, arch.n_vocab, out);
+  add_special_tokens(dir, tj.root(), config, n_vocab, out);
 
   Json tokenizer_config = Json::object();
   if (const auto config_path = dir / "tokenizer_config.json"; std::filesystem::exists(config_path))
     tokenizer_config = parse_json_object(read_text_file(config_path), config_path.string());
-  Json root = tj.root();
-  out.set("tokenizer.huggingface.json",
-          Value::string(apply_config_special_tokens(root, tokenizer_config) ? root.dump() : text));
+  const std::optional<Json> rebuilt = apply_config_special_tokens(tj.root(), tokenizer_config);
+  out.set("tokenizer.huggingface.json", Value::string(rebuilt ? rebuilt->dump() : text));
 }
 
 }  // namespace lamina::model::hf

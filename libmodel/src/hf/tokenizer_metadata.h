@@ -18,14 +18,10 @@
 
 namespace lamina::model::hf {
 
-// Throws ModelError naming the file and field for a tokenizer the GGUF
-// tokenizers cannot express.
+// arch.n_vocab 0: the tokenizer's own size (one past its largest token id). Throws
+// ModelError naming the file and field of a tokenizer.json it cannot read.
 void add_tokenizer_metadata(const std::filesystem::path& dir, const HfConfig& config, const HfArchitecture& arch,
                             MetadataBuilder& out);
-
-// One past the largest token id of the folder's tokenizer.json (model and added
-// tokens). Throws ModelError.
-uint32_t tokenizer_vocab_size(const std::filesystem::path& dir);
 
 // Adds the special token ids, add_* flags and the chat template (internal to
 // add_tokenizer_metadata; `n_vocab` bounds the ids).

@@ -41,7 +41,7 @@ BpeModel::BpeModel(const gguf::GgufFile& file, const Vocabulary& vocab)
     joined.assign(line.substr(0, space)).append(line.substr(space + 1));
     const int32_t result = intern(vocab, joined);
     // A repeated pair keeps its first (best) rank.
-    merges_.try_emplace(pair_key(left, right), BpeMerge{static_cast<int32_t>(rank), result});
+    merges_.try_emplace(bpe_pair_key(left, right), BpeMerge{static_cast<int32_t>(rank), result});
   }
 }
 
@@ -94,10 +94,7 @@ void BpeModel::encode_word(const Vocabulary& vocab, std::string_view word,
     push_symbol(symbols, piece_id(vocab, word.substr(pos, n)), static_cast<uint32_t>(pos), static_cast<uint32_t>(n));
     pos += n;
   }
-  merge_symbols(symbols, [&](int32_t left, int32_t right) -> const BpeMerge* {
-    const auto it = merges_.find(pair_key(left, right));
-    return it == merges_.end() ? nullptr : &it->second;
-  });
+  merge_symbols(symbols, merges_);
 
   for (int32_t i = 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) {
     const BpeSymbol& s = symbols[static_cast<std::size_t>(i)];

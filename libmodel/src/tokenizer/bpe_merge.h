@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <queue>
+#include <unordered_map>
 #include <vector>
 
 namespace lamina::model::detail {
@@ -21,6 +22,13 @@ struct BpeMerge {
   int32_t rank;
   int32_t result;  // the piece the pair becomes
 };
+
+// Merges by the pair of piece ids they join.
+using BpeMerges = std::unordered_map<uint64_t, BpeMerge>;
+
+inline uint64_t bpe_pair_key(int32_t left, int32_t right) {
+  return (uint64_t{static_cast<uint32_t>(left)} << 32) | static_cast<uint32_t>(right);
+}
 
 // Appends a symbol linked after the last one.
 inline void push_symbol(std::vector<BpeSymbol>& symbols, int32_t id, uint32_t begin, uint32_t length) {
@@ -70,6 +78,13 @@ void merge_symbols(std::vector<BpeSymbol>& symbols, const Find& find) {
     consider(l.prev);
     consider(c.pos);
   }
+}
+
+inline void merge_symbols(std::vector<BpeSymbol>& symbols, const BpeMerges& merges) {
+  merge_symbols(symbols, [&](int32_t left, int32_t right) -> const BpeMerge* {
+    const auto it = merges.find(bpe_pair_key(left, right));
+    return it == merges.end() ? nullptr : &it->second;
+  });
 }
 
 }  // namespace lamina::model::detail

@@ -43,9 +43,6 @@ class BpeModel {
   // merge strings that are not tokens.
   int32_t piece_id(const Vocabulary& vocab, std::string_view text) const;
   int32_t intern(const Vocabulary& vocab, std::string_view text);
-  static uint64_t pair_key(int32_t left, int32_t right) {
-    return (uint64_t{static_cast<uint32_t>(left)} << 32) | static_cast<uint32_t>(right);
-  }
   void encode_word(const Vocabulary& vocab, std::string_view word, std::vector<int32_t>& out) const;
 
   PreTokenizer pre_tokenizer_;
@@ -53,7 +50,7 @@ class BpeModel {
   bool nfc_ = false;
   StringTable extra_pieces_;
   TextIndex extra_index_;
-  std::unordered_map<uint64_t, BpeMerge> merges_;
+  BpeMerges merges_;
 };
 
 }  // namespace lamina::model::detail

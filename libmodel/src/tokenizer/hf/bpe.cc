@@ -1,7 +1,8 @@
 // The tokenizer.json BPE model: merges applied by rank, byte fallback, unknown-token
 // fusing, continuing-subword prefix and end-of-word suffix, ignore_merges.
+#include <algorithm>
+#include <array>
 #include <cstdio>
-#include <unordered_map>
 
 #include "tokenizer/bpe_merge.h"
 #include "tokenizer/hf/models.h"
@@ -12,10 +13,6 @@ namespace lamina::model::detail::hf {
 namespace {
 
 constexpr std::string_view kWhere = "model BPE";
-
-uint64_t pair_key(int32_t left, int32_t right) {
-  return (uint64_t{static_cast<uint32_t>(left)} << 32) | static_cast<uint32_t>(right);
-}
 
 class Bpe final : public Model {
  public:
@@ -49,10 +46,7 @@ class Bpe final : public Model {
       }
     }
     std::vector<BpeSymbol> symbols = initial_symbols(word);
-    merge_symbols(symbols, [&](int32_t left, int32_t right) -> const BpeMerge* {
-      const auto it = merges_.find(pair_key(left, right));
-      return it == merges_.end() ? nullptr : &it->second;
-    });
+    merge_symbols(symbols, merges_);
     for (int32_t i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) {
       out.push_back(symbols[static_cast<std::size_t>(i)].id);
     }
@@ -92,7 +86,7 @@ class Bpe final : public Model {
       const std::string joined = left + right.substr(prefix_.size());
       const int32_t result = vocab_.find(joined);
       if (result < 0) fail(kWhere, "merge " + std::to_string(rank) + " makes '" + joined + "', which is not in the vocab");
-      merges_.try_emplace(pair_key(l, r), BpeMerge{static_cast<int32_t>(rank), result});
+      merges_.try_emplace(bpe_pair_key(l, r), BpeMerge{static_cast<int32_t>(rank), result});
     }
   }
 
@@ -149,7 +143,7 @@ class Bpe final : public Model {
   std::string prefix_, suffix_;
   bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;
   std::array<int32_t, 256> byte_ids_{};
-  std::unordered_map<uint64_t, BpeMerge> merges_;
+  BpeMerges merges_;
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "lamina/gguf/writer.h"
 #include "lamina/model/hf_model.h"
 #include "lamina/model/tokenizer.h"
 #include "tokenizer_reference_check.h"
@@ -34,13 +35,18 @@ nlohmann::json read_json(const fs::path& p) {
   return nlohmann::json::parse(s.str());
 }
 
-// The file as a converter that knows only llama.cpp's keys writes it.
-gguf::GgufFile without_pipeline(const gguf::GgufFile& file) {
-  std::vector<gguf::KeyValue> kvs;
-  for (const gguf::KeyValue& kv : file.metadata()) {
-    if (kv.key != "tokenizer.huggingface.json") kvs.push_back(kv);
-  }
-  return gguf::GgufFile::assemble(std::move(kvs), {}, nullptr);
+// The file as a converter that knows only llama.cpp's keys writes it: serialized by
+// the GGUF writer (as lamina-convert writes), then parsed back.
+struct WrittenGguf {
+  explicit WrittenGguf(std::vector<std::byte> written) : bytes(std::move(written)), file(gguf::GgufFile::parse(bytes)) {}
+  std::vector<std::byte> bytes;  // what `file` reads
+  gguf::GgufFile file;
+};
+WrittenGguf without_pipeline(const gguf::GgufFile& file) {
+  gguf::GgufWriter writer;
+  writer.copy_metadata_from(file);
+  writer.remove("tokenizer.huggingface.json");
+  return WrittenGguf(writer.to_bytes());
 }
 
 struct Counts {
@@ -94,7 +100,8 @@ void check_tokenizer(const std::string& name) {
   // Tokenizers built for the components no model family uses have no llama.cpp form.
   if (!vectors.value("gguf", true)) return;
   start = std::chrono::steady_clock::now();
-  const Tokenizer metadata = Tokenizer::from_gguf(without_pipeline(file));
+  const WrittenGguf written = without_pipeline(file);
+  const Tokenizer metadata = Tokenizer::from_gguf(written.file);
   ASSERT_FALSE(metadata.has_hf_pipeline());
   report(name, "gguf", run_vectors(metadata, cases, name + " (GGUF metadata)"), n, seconds());
 }

@@ -78,14 +78,7 @@ void BpeModel::encode(const Vocabulary& vocab, std::string_view text,
 
 void BpeModel::encode_word(const Vocabulary& vocab, std::string_view word,
                            std::vector<int32_t>& out) const {
-  if (word.empty()) return;
-  if (ignore_merges_) {
-    const int32_t whole = vocab.find(word);
-    if (whole >= 0) {
-      out.push_back(whole);
-      return;
-    }
-  }
+  if (take_whole_word(word.size(), ignore_merges_, ignore_merges_ ? vocab.find(word) : -1, out)) return;
 
   std::vector<BpeSymbol> symbols;
   for (std::size_t pos = 0; pos < word.size();) {

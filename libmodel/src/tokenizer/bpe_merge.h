@@ -30,6 +30,15 @@ inline uint64_t bpe_pair_key(int32_t left, int32_t right) {
   return (uint64_t{static_cast<uint32_t>(left)} << 32) | static_cast<uint32_t>(right);
 }
 
+// With ignore_merges, a word that is itself a piece (`whole`, or < 0) is taken whole;
+// true when it was, or when the word is empty.
+inline bool take_whole_word(std::size_t word_bytes, bool ignore_merges, int32_t whole, std::vector<int32_t>& out) {
+  if (word_bytes == 0) return true;
+  if (!ignore_merges || whole < 0) return false;
+  out.push_back(whole);
+  return true;
+}
+
 // Appends a symbol linked after the last one.
 inline void push_symbol(std::vector<BpeSymbol>& symbols, int32_t id, uint32_t begin, uint32_t length) {
   const auto index = static_cast<int32_t>(symbols.size());

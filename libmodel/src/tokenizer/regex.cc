@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
 #include <memory>
 #include <new>
 
@@ -88,7 +89,9 @@ struct MatchDataFree {
 }  // namespace
 
 Regex::Regex(std::string_view pattern, RegexDialect dialect) : pattern_(pattern) {
-  uint32_t options = PCRE2_UTF;
+  // Decoders may run on raw bytes (a byte token's piece): invalid UTF-8 in the subject
+  // then never matches, rather than being undefined.
+  uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
   std::string source;
   if (dialect != RegexDialect::Literal) options |= PCRE2_UCP;
   switch (dialect) {
@@ -130,10 +133,9 @@ void Regex::find_all(std::string_view text, std::vector<ByteRange>& out) const {
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   std::size_t pos = 0;
   while (pos <= text.size()) {
-    int rc = pcre2_match(code_, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, match.get(), nullptr);
+    int rc = pcre2_match(code_, subject, text.size(), pos, 0, match.get(), nullptr);
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
-      rc = pcre2_match(code_, subject, text.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
-                       match.get(), nullptr);
+      rc = pcre2_match(code_, subject, text.size(), pos, PCRE2_NO_JIT, match.get(), nullptr);
     }
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
@@ -147,7 +149,7 @@ void Regex::find_all(std::string_view text, std::vector<ByteRange>& out) const {
     const std::size_t end = ovector[1];
     if (end == begin) {
       if (begin >= text.size()) break;
-      pos = begin + utf8_length_from_lead(static_cast<unsigned char>(text[begin]));
+      pos = std::min(text.size(), begin + utf8_length_from_lead(static_cast<unsigned char>(text[begin])));
       continue;
     }
     out.push_back({begin, end});

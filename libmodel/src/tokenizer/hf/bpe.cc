@@ -37,14 +37,7 @@ class Bpe final : public Model {
   }
 
   void tokenize(std::string_view word, std::vector<int32_t>& out) const override {
-    if (word.empty()) return;
-    if (ignore_merges_) {
-      const int32_t whole = vocab_.find(word);
-      if (whole >= 0) {
-        out.push_back(whole);
-        return;
-      }
-    }
+    if (take_whole_word(word.size(), ignore_merges_, ignore_merges_ ? vocab_.find(word) : -1, out)) return;
     std::vector<BpeSymbol> symbols = initial_symbols(word);
     merge_symbols(symbols, merges_);
     for (int32_t i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) {

@@ -138,7 +138,8 @@ async function write(name, json, config, source, gguf = true) {
 // from the corpus: WordPiece with BERT's normalizer, pre-tokenizer, processing and
 // decoder; Unigram with byte fallback under Metaspace; WordLevel with the character
 // pre-tokenizers; BPE with an end-of-word suffix or a continuing-subword prefix under
-// every Split behaviour; CTC decoding; GPT-2's ByteLevel with a prefix space.
+// every Split behaviour or UnicodeScripts; Unigram under a Precompiled map; CTC
+// decoding; GPT-2's ByteLevel with a prefix space.
 
 const added = (id, content, flags = {}) => ({
   id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true, ...flags,
@@ -268,6 +269,14 @@ function bpeSuffix() {
   };
 }
 
+// The same model split where the Unicode script changes.
+function bpeScripts() {
+  const json = bpeSuffix();
+  json.normalizer = { type: 'Lowercase' };
+  json.pre_tokenizer = { type: 'UnicodeScripts' };
+  return json;
+}
+
 function bpePrefix() {
   const { symbols, merges } = trainBpe(words(common, false), { prefix: '##', merges: 400 });
   const cs = chars(common).filter((c) => !/\s/u.test(c));
@@ -299,6 +308,60 @@ function ctcChars() {
   };
 }
 
+// SentencePiece's precompiled normalization map: a Darts double-array trie over the
+// UTF-8 keys (each node's children at base ^ byte, its terminal at base ^ 0, in whole
+// blocks of 256 units), then the NUL-terminated replacements. Built here for a few rules, read by the tokenizers
+// library and by lamina alike.
+function precompiledCharsmap(rules) {
+  const blob = [];
+  const root = { children: new Map(), value: -1 };
+  for (const [from, to] of rules) {
+    let node = root;
+    for (const b of Buffer.from(from, 'utf8')) {
+      if (!node.children.has(b)) node.children.set(b, { children: new Map(), value: -1 });
+      node = node.children.get(b);
+    }
+    node.value = blob.length;
+    blob.push(...Buffer.from(to, 'utf8'), 0);
+  }
+  const units = [0];
+  const used = new Set([0]);
+  // A base serves one node only: another node's child there would answer its lookups.
+  const bases = new Set();
+  const place = (node, pos, label) => {
+    const slots = [...node.children.keys()];
+    if (node.value >= 0) slots.push(0);
+    let base = 1;
+    while (bases.has(base) || slots.some((c) => used.has(base ^ c))) base++;
+    bases.add(base);
+    for (const c of slots) used.add(base ^ c);
+    const offset = pos ^ base;
+    units[pos] = ((offset << 10) | (node.value >= 0 ? 1 << 8 : 0) | label) >>> 0;
+    if (node.value >= 0) units[base] = ((1 << 31) | node.value) >>> 0;
+    for (const [c, child] of node.children) place(child, base ^ c, c);
+  };
+  place(root, 0, 0);
+  // Whole blocks of 256 units, so that base ^ byte never leaves the array.
+  const n = Math.ceil((Math.max(...units.keys()) + 1) / 256) * 256;
+  const bytes = Buffer.alloc(4 + n * 4 + blob.length);
+  bytes.writeUInt32LE(n * 4, 0);
+  for (let i = 0; i < n; i++) bytes.writeUInt32LE(units[i] ?? 0, 4 + i * 4);
+  Buffer.from(blob).copy(bytes, 4 + n * 4);
+  return bytes.toString('base64');
+}
+
+// A Unigram model under a Precompiled normalizer with compatibility folds, a rule for
+// a two-character grapheme and one for a prefix of it.
+function unigramPrecompiled() {
+  const json = unigramMetaspace();
+  const map = precompiledCharsmap([['\uFB01', 'fi'], ['\uFF21', 'A'], ['\u2460', '1'], ['\u00A0', ' '],
+    ['\u2026', '...'], ['e\u0301', '\u00E9'], ['a', 'a'], ['\u00C5', 'A\u030A'], ['\u3000', ' '],
+    ['\u212A', 'K'], ['\u0301', '']]);
+  json.normalizer = { type: 'Sequence', normalizers: [{ type: 'Precompiled', precompiled_charsmap: map },
+    { type: 'Replace', pattern: { Regex: ' {2,}' }, content: ' ' }] };
+  return json;
+}
+
 // Llama 3's vocabulary under GPT-2's pre-tokenizer with a prefix space and RoBERTa's
 // processing.
 function gpt2ByteLevel(llama3) {
@@ -312,8 +375,10 @@ function gpt2ByteLevel(llama3) {
 const built = {
   built_wordpiece_bert: wordPieceBert,
   built_unigram_metaspace: unigramMetaspace,
+  built_unigram_precompiled: unigramPrecompiled,
   built_wordlevel_punct: wordLevelPunct,
   built_bpe_suffix_splits: bpeSuffix,
+  built_bpe_scripts: bpeScripts,
   built_bpe_prefix: bpePrefix,
   built_ctc_chars: ctcChars,
 };

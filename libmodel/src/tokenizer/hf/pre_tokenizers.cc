@@ -2,6 +2,11 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <optional>
+
+#ifdef LAMINA_HAVE_ICU
+#include <unicode/uscript.h>
+#endif
 
 #include "tokenizer/hf/pipeline.h"
 #include "tokenizer/regex.h"
@@ -218,6 +223,46 @@ class Metaspace final : public PreTokenizer {
   bool split_;
 };
 
+#ifdef LAMINA_HAVE_ICU
+// Splits where the Unicode script changes, as the tokenizers library's UnicodeScripts:
+// kana and the prolonged sound mark count as Han, spaces and unassigned characters
+// belong to no script (they join the piece before them), and text before the first
+// character with a script is dropped, as there.
+class UnicodeScripts final : public PreTokenizer {
+ public:
+  void split(std::vector<Piece>& pieces) const override {
+    split_each(pieces, [](std::string_view text) {
+      std::vector<std::size_t> starts;
+      std::optional<int> last;
+      std::size_t offset = 0;
+      for (std::size_t pos = 0; pos < text.size();) {
+        const std::size_t n = std::min(utf8_length_from_lead(static_cast<unsigned char>(text[pos])), text.size() - pos);
+        const std::vector<char32_t> cp = decode_utf8_lossy(text.substr(pos, n));
+        const std::optional<int> script = script_of(cp.empty() ? U'\uFFFD' : cp[0]);
+        if (script && last != script) starts.push_back(offset);
+        if (script) last = script;
+        offset += n;
+        pos += n;
+      }
+      std::vector<ByteRange> out;
+      for (std::size_t i = 0; i < starts.size(); ++i) out.push_back({starts[i], i + 1 < starts.size() ? starts[i + 1] : text.size()});
+      return out;
+    });
+  }
+
+ private:
+  static std::optional<int> script_of(char32_t cp) {
+    if (cp == ' ') return std::nullopt;
+    if (cp == 0x30FC) return USCRIPT_HAN;
+    UErrorCode error = U_ZERO_ERROR;
+    const UScriptCode script = uscript_getScript(static_cast<UChar32>(cp), &error);
+    if (U_FAILURE(error) || script == USCRIPT_UNKNOWN) return std::nullopt;
+    if (script == USCRIPT_HIRAGANA || script == USCRIPT_KATAKANA) return USCRIPT_HAN;
+    return script;
+  }
+};
+#endif
+
 class SequencePreTokenizer final : public PreTokenizer {
  public:
   explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> steps) : steps_(std::move(steps)) {}
@@ -295,9 +340,14 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& spec) {
     steps.push_back(std::make_unique<CharSplit>(is_punctuation, Behavior::Isolated));
     return std::make_unique<SequencePreTokenizer>(std::move(steps));
   }
-  // Splitting where the Unicode script changes needs each character's script, which
-  // neither PCRE2 nor utf8proc reports.
-  if (type == "UnicodeScripts") fail(where, "is not supported");
+  if (type == "UnicodeScripts") {
+#ifdef LAMINA_HAVE_ICU
+    return std::make_unique<UnicodeScripts>();
+#else
+    // Each character's script comes from ICU, which this build was made without.
+    fail(where, "needs ICU, which this build of lamina lacks");
+#endif
+  }
   if (type == "Sequence") {
     return std::make_unique<SequencePreTokenizer>(
         make_steps<PreTokenizer>(spec, "pretokenizers", where, make_pre_tokenizer));

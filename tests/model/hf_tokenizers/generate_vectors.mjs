@@ -224,8 +224,8 @@ function unigramMetaspace() {
       { type: 'Replace', pattern: { Regex: ' {2,}' }, content: ' ' }, { type: 'Strip', strip_left: true, strip_right: true }] },
     pre_tokenizer: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'always', split: true },
     post_processor: template(['A', '</s>'], [['</s>', 2]]),
-    decoder: { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: '\u2581' }, content: ' ' },
-      { type: 'ByteFallback' }, { type: 'Fuse' }, { type: 'Strip', content: ' ', start: 1, stop: 0 }] },
+    decoder: { type: 'Sequence', decoders: [{ type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'always', split: true },
+      { type: 'ByteFallback' }, { type: 'Fuse' }] },
     model: { type: 'Unigram', unk_id: 0, vocab, byte_fallback: true },
   };
 }

@@ -251,6 +251,7 @@ std::size_t count_field(const Json& spec, const char* key, std::string_view wher
 
 // --- post-processors ---
 
+// Every post-processor that changes ids puts tokens before and after the sequence.
 class TemplateProcessor final : public PostProcessor {
  public:
   TemplateProcessor(std::vector<int32_t> before, std::vector<int32_t> after)
@@ -259,20 +260,14 @@ class TemplateProcessor final : public PostProcessor {
     ids.insert(ids.begin(), before_.begin(), before_.end());
     ids.insert(ids.end(), after_.begin(), after_.end());
   }
-
- private:
-  std::vector<int32_t> before_, after_;
-};
-
-class SequenceProcessor final : public PostProcessor {
- public:
-  explicit SequenceProcessor(std::vector<std::unique_ptr<PostProcessor>> steps) : steps_(std::move(steps)) {}
-  void process(std::vector<int32_t>& ids) const override {
-    for (const auto& step : steps_) step->process(ids);
+  // This one applied after `first`: one template.
+  void follow(const TemplateProcessor& first) {
+    before_.insert(before_.end(), first.before_.begin(), first.before_.end());
+    after_.insert(after_.begin(), first.after_.begin(), first.after_.end());
   }
 
  private:
-  std::vector<std::unique_ptr<PostProcessor>> steps_;
+  std::vector<int32_t> before_, after_;
 };
 
 int32_t token_id_field(const Json& pair, std::string_view where, const char* key) {
@@ -282,7 +277,7 @@ int32_t token_id_field(const Json& pair, std::string_view where, const char* key
   return pair[1].get<int32_t>();
 }
 
-std::unique_ptr<PostProcessor> make_template(const Json& spec, std::string_view where) {
+std::unique_ptr<TemplateProcessor> make_template(const Json& spec, std::string_view where) {
   const auto single = spec.find("single");
   if (single == spec.end() || !single->is_array()) fail(where, "has no \"single\" template");
   const Json& specials = spec.value("special_tokens", Json::object());
@@ -350,7 +345,11 @@ std::unique_ptr<Decoder> make_decoder(const Json& spec) {
   fail(kWhere, "unknown type '" + type + "'");
 }
 
-std::unique_ptr<PostProcessor> make_post_processor(const Json& spec) {
+namespace {
+
+// Every post-processor that changes ids is a template of tokens around the sequence;
+// nullptr for one that changes none.
+std::unique_ptr<TemplateProcessor> make_processor(const Json& spec) {
   constexpr std::string_view kPost = "post_processor";
   if (spec.is_null()) return nullptr;
   const std::string type = type_of(spec, kPost);
@@ -363,10 +362,19 @@ std::unique_ptr<PostProcessor> make_post_processor(const Json& spec) {
                                                std::vector<int32_t>{token_id_field(spec.value("sep", Json()), where, "sep")});
   }
   if (type == "Sequence") {
-    return std::make_unique<SequenceProcessor>(
-        make_steps<PostProcessor>(spec, "processors", where, make_post_processor));
+    // Templates applied in turn make one template.
+    auto combined = std::make_unique<TemplateProcessor>(std::vector<int32_t>{}, std::vector<int32_t>{});
+    for (auto& next : make_steps<TemplateProcessor>(spec, "processors", where, make_processor)) {
+      next->follow(*combined);
+      combined = std::move(next);
+    }
+    return combined;
   }
   fail(kPost, "unknown type '" + type + "'");
 }
+
+}  // namespace
+
+std::unique_ptr<PostProcessor> make_post_processor(const Json& spec) { return make_processor(spec); }
 
 }  // namespace lamina::model::detail::hf

@@ -43,24 +43,26 @@ ChatPrompter::ChatPrompter(const model::Model& model, std::string_view family)
   }
 }
 
-std::string ChatPrompter::render(const std::vector<model::ChatMessage>& messages, bool enable_thinking) const {
-  if (!model_chat_)
-    return model::render_chat(builtin_, messages, /*add_generation_prompt=*/true, bos_, eos_, enable_thinking);
-  // The flag only when a request turns thinking off: templates that test
-  // `enable_thinking is defined` must see what they see without it.
-  std::vector<std::pair<std::string, bool>> flags;
-  if (!enable_thinking) flags.emplace_back("enable_thinking", false);
+std::string ChatPrompter::render(const std::vector<model::ChatMessage>& messages,
+                                 const model::ChatRenderOptions& options) const {
+  if (!model_chat_) {
+    bool enable_thinking = true;
+    for (const auto& [name, value] : options.flags) {
+      if (name == "enable_thinking") enable_thinking = value;
+    }
+    return model::render_chat(builtin_, messages, options.add_generation_prompt, bos_, eos_, enable_thinking);
+  }
   try {
-    return model_chat_->render(messages, /*add_generation_prompt=*/true, flags);
+    return model_chat_->render(messages, options);
   } catch (const model::ChatTemplateError& e) {
     throw std::invalid_argument(e.what());
   }
 }
 
 std::vector<int32_t> ChatPrompter::tokens(const std::vector<model::ChatMessage>& messages,
-                                          bool enable_thinking) const {
+                                          const model::ChatRenderOptions& options) const {
   const model::Tokenizer& tok = model_.tokenizer();
-  std::vector<int32_t> ids = tok.encode(render(messages, enable_thinking), /*add_special=*/false,
+  std::vector<int32_t> ids = tok.encode(render(messages, options), /*add_special=*/false,
                                         /*parse_special=*/true);
   // Templates that do not write the BOS text still expect the token.
   if (tok.add_bos() && tok.bos_id() >= 0 && (ids.empty() || ids.front() != tok.bos_id()))

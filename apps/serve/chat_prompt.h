@@ -23,13 +23,16 @@ class ChatPrompter {
 
   // Throws std::invalid_argument when the template refuses the conversation
   // (e.g. turns that do not alternate) or fails on it.
-  std::vector<int32_t> tokens(const std::vector<model::ChatMessage>& messages, bool enable_thinking) const;
+  // `options`: add_generation_prompt, tools and template keyword arguments (a
+  // built-in format follows add_generation_prompt and enable_thinking only).
+  std::vector<int32_t> tokens(const std::vector<model::ChatMessage>& messages,
+                              const model::ChatRenderOptions& options = {}) const;
 
   // Which format is used and why, for the startup log.
   const std::string& description() const { return description_; }
 
  private:
-  std::string render(const std::vector<model::ChatMessage>& messages, bool enable_thinking) const;
+  std::string render(const std::vector<model::ChatMessage>& messages, const model::ChatRenderOptions& options) const;
 
   const model::Model& model_;
   std::optional<model::ModelChat> model_chat_;  // the model's template

@@ -47,7 +47,7 @@ std::vector<int32_t> prompt_ids(const ServeContext& ctx, const ParsedRequest& r)
   std::vector<int32_t> ids;
   if (chat) {
     try {
-      ids = ctx.chat.tokens(r.messages, r.enable_thinking);
+      ids = ctx.chat.tokens(r.messages, r.chat);
     } catch (const std::invalid_argument& e) {
       throw bad_request(std::string("The chat template cannot render these messages: ") + e.what(), param);
     }

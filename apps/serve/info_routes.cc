@@ -98,7 +98,15 @@ void handle_detokenize(ServeContext& ctx, const httplib::Request& req, httplib::
                         "tokens", "invalid_value");
     ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
   }
-  send_json(res, {{"content", tok.decode(ids)}});
+  // As Hugging Face's decode: special tokens shown unless skip_special_tokens.
+  bool skip_special = false;
+  if (const auto skip = body.find("skip_special_tokens"); skip != body.end()) {
+    if (!skip->is_boolean())
+      throw bad_request("Invalid type for 'skip_special_tokens': expected a boolean.", "skip_special_tokens",
+                        "invalid_type");
+    skip_special = skip->get<bool>();
+  }
+  send_json(res, {{"content", tok.decode(ids, {.render_special = !skip_special})}});
 }
 
 }  // namespace lamina::serve

@@ -121,10 +121,8 @@ void refuse_unsupported(const json& body) {
     throw invalid_value("suffix", "suffix is not supported.");
   if (const json* lb = field(body, "logit_bias"); lb && !(lb->is_object() && lb->empty()))
     throw invalid_value("logit_bias", "logit_bias is not supported.");
-  for (const char* key : {"tools", "functions"}) {
-    if (const json* t = field(body, key); t && !(t->is_array() && t->empty()))
-      throw invalid_value(key, "tool calls are not supported.");
-  }
+  if (const json* f = field(body, "functions"); f && !(f->is_array() && f->empty()))
+    throw invalid_value("functions", "functions is not supported (use tools).");
   if (const json* rf = field(body, "response_format")) {
     if (!rf->is_object()) throw wrong_type("response_format", "an object", *rf);
     const json* type = field(*rf, "type");
@@ -179,13 +177,32 @@ std::vector<model::ChatMessage> parse_messages(const json& body) {
     if (!role->is_string()) throw wrong_type(role_param, "a string", *role);
     std::string name = role->get<std::string>();
     if (name == "developer") name = "system";  // OpenAI's newer name for the system role
-    if (name != "system" && name != "user" && name != "assistant")
+    if (name != "system" && name != "user" && name != "assistant" && name != "tool")
       throw invalid_value(role_param, "'" + role->get<std::string>() +
-                                          "' is not supported (system, developer, user or assistant).");
+                                          "' is not supported (system, developer, user, assistant or tool).");
     std::string content = message_content(m, i, name);
-    out.push_back({std::move(name), std::move(content)});
+    // The other fields (tool_calls, tool_call_id, name, ...) reach the template as
+    // given; a null content stays null, as transformers passes it.
+    json extra = json::object();
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      if (it.key() != "role" && it.key() != "content") extra[it.key()] = it.value();
+    }
+    if (const json* c = field(m, "content"); !c && m.contains("content")) extra["content"] = nullptr;
+    out.push_back({std::move(name), std::move(content), extra.empty() ? std::string() : extra.dump()});
   }
   return out;
+}
+
+// tools: function definitions for the chat template (the output is not parsed for
+// tool calls).
+std::string parse_tools(const json& body) {
+  const json* tools = field(body, "tools");
+  if (!tools || (tools->is_array() && tools->empty())) return {};
+  if (!tools->is_array()) throw wrong_type("tools", "an array", *tools);
+  for (std::size_t i = 0; i < tools->size(); ++i) {
+    if (!(*tools)[i].is_object()) throw wrong_type("tools[" + std::to_string(i) + "]", "an object", (*tools)[i]);
+  }
+  return tools->dump();
 }
 
 // A prompt: a string, token ids, or a one-element array of either.
@@ -312,12 +329,15 @@ ParsedRequest parse_completion_request(const nlohmann::json& body, Endpoint endp
   refuse_unsupported(body);
   if (endpoint == Endpoint::ChatCompletions) {
     r.messages = parse_messages(body);
+    r.chat.tools_json = parse_tools(body);
+    r.chat.add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
     if (const json* kwargs = field(body, "chat_template_kwargs")) {
       if (!kwargs->is_object()) throw wrong_type("chat_template_kwargs", "an object", *kwargs);
       if (const json* t = field(*kwargs, "enable_thinking")) {
         if (!t->is_boolean()) throw wrong_type("chat_template_kwargs.enable_thinking", "a boolean", *t);
-        r.enable_thinking = t->get<bool>();
+        r.chat.flags.emplace_back("enable_thinking", t->get<bool>());
       }
+      if (!kwargs->empty()) r.chat.kwargs_json = kwargs->dump();
     }
   } else {
     r.prompt = parse_prompt(body);
@@ -329,6 +349,7 @@ ParsedRequest parse_completion_request(const nlohmann::json& body, Endpoint endp
   r.completion.max_tokens = parse_max_tokens(body, endpoint, defaults);
   r.completion.stop = parse_stop(body, defaults.max_stop_strings);
   r.completion.stop_at_eog = !bool_field(body, "ignore_eos").value_or(false);
+  r.completion.skip_special_tokens = bool_field(body, "skip_special_tokens").value_or(true);
   parse_logprobs(body, endpoint, r);
   parse_streaming(body, r);
   if (const auto user = string_field(body, "user")) r.user = *user;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lamina/model/chat.h"
+#include "lamina/model/chat_template.h"
 #include "lamina/model/engine.h"
 
 namespace lamina::serve {
@@ -42,7 +43,10 @@ struct ParsedRequest {
   Endpoint endpoint = Endpoint::ChatCompletions;
   std::string model;  // empty when the request names none
   std::vector<model::ChatMessage> messages;  // chat
-  bool enable_thinking = true;               // chat_template_kwargs.enable_thinking
+  // Chat: add_generation_prompt, the tools and chat_template_kwargs, as the template
+  // gets them (chat_template_kwargs.enable_thinking also as a flag, for the built-in
+  // formats).
+  model::ChatRenderOptions chat;
   CompletionPrompt prompt;                   // completions
   model::CompletionRequest completion;       // everything but the prompt ids
   bool seed_given = false;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "stop_filter.h"
+#include "generated_text.h"
 
 namespace lamina::model {
 namespace {
@@ -52,7 +52,7 @@ GenerateResult generate(const Model& model, Forward& forward, const std::vector<
   if (options.want_prompt_logits) result.prompt_logits.assign(logits.begin(), logits.end());
   std::vector<float> last(logits.end() - n_vocab, logits.end());
 
-  StopFilter filter(options.stop);
+  GeneratedText generated(tok, prompt_ids, options.skip_special_tokens, options.stop);
   std::size_t shown = 0;
   const auto gen_start = Clock::now();
   uint32_t pos = static_cast<uint32_t>(prompt_ids.size());
@@ -68,12 +68,12 @@ GenerateResult generate(const Model& model, Forward& forward, const std::vector<
     }
     result.generated_ids.push_back(next);
     sampler.accept(next);
-    if (filter.append(tok.token_to_piece(next), result.text)) {
+    if (generated.append(next, result.text)) {
       result.stop_reason = StopReason::StopString;
       break;
     }
     if (on_text) {
-      const std::size_t safe = filter.safe_length(result.text);
+      const std::size_t safe = generated.safe_length(result.text);
       if (safe > shown) {
         on_text(std::string_view(result.text).substr(shown, safe - shown));
         shown = safe;
@@ -92,6 +92,8 @@ GenerateResult generate(const Model& model, Forward& forward, const std::vector<
       std::copy(logits.begin(), logits.end(), last.begin());
     }
   }
+  if (result.stop_reason != StopReason::StopString && generated.finish(result.text))
+    result.stop_reason = StopReason::StopString;
   result.generate_ms = ms_since(gen_start);
   if (on_text && result.text.size() > shown) on_text(std::string_view(result.text).substr(shown));
   return result;

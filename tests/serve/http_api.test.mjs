@@ -70,7 +70,7 @@ test('400: malformed JSON, invalid UTF-8, wrong types, huge numbers, deep nestin
   assert.equal(assertError(await post(chatUrl, '{"messages": [{"role": "user", "content": "Hi"}], "seed": 123456789012345678901234567890}'), 400).param, 'seed');
   assertError(await post(chatUrl, `{"messages": ${'['.repeat(20000)}${']'.repeat(20000)}}`), 400);
   assert.equal(assertError(await post(chatUrl, { messages: user, n: 3 }), 400).param, 'n');
-  assert.equal(assertError(await post(chatUrl, { messages: [{ role: 'tool', content: 'x' }] }), 400).param, 'messages[0].role');
+  assert.equal(assertError(await post(chatUrl, { messages: [{ role: 'robot', content: 'x' }] }), 400).param, 'messages[0].role');
   assert.equal(assertError(await post(completionsUrl, { prompt: [1, 2, 1e9] }), 400).param, 'prompt');
   assert.equal(assertError(await post(completionsUrl, { prompt: 'x', logprobs: 99 }), 400).param, 'logprobs');
   assert.equal(assertError(await post(completionsUrl, { prompt: Array(5000).fill(100) }), 400, 'context_length_exceeded').param, 'prompt');

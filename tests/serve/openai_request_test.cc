@@ -151,7 +151,7 @@ TEST(OpenAiRequest, MessagesThatCannotBeServed) {
   EXPECT_EQ(chat_error("{}").code(), "missing_required_parameter");
   EXPECT_EQ(chat_error(R"({"messages": []})").param(), "messages");
   EXPECT_EQ(chat_error(R"({"messages": "hi"})").code(), "invalid_type");
-  EXPECT_EQ(chat_error(R"({"messages": [{"role": "tool", "content": "x"}]})").param(), "messages[0].role");
+  EXPECT_EQ(chat_error(R"({"messages": [{"role": "robot", "content": "x"}]})").param(), "messages[0].role");
   EXPECT_EQ(chat_error(R"({"messages": [{"content": "x"}]})").param(), "messages[0].role");
   EXPECT_EQ(chat_error(R"({"messages": [{"role": "user"}]})").param(), "messages[0].content");
   EXPECT_EQ(chat_error(R"({"messages": [{"role": "user", "content": 5}]})").code(), "invalid_type");
@@ -189,11 +189,46 @@ TEST(OpenAiRequest, UnsupportedFeaturesAreRefusedOnlyWhenUsed) {
   EXPECT_NO_THROW(parse_chat("{" + kUser + R"(, "n": 1, "logit_bias": {}, "tools": [], "response_format": {"type": "text"}})"));
   EXPECT_EQ(chat_error("{" + kUser + R"(, "n": 2})").param(), "n");
   EXPECT_EQ(chat_error("{" + kUser + R"(, "logit_bias": {"1": 5}})").param(), "logit_bias");
-  EXPECT_EQ(chat_error("{" + kUser + R"(, "tools": [{"type": "function"}]})").param(), "tools");
+  EXPECT_EQ(chat_error("{" + kUser + R"(, "tools": {"type": "function"}})").param(), "tools");
+  EXPECT_EQ(chat_error("{" + kUser + R"(, "tools": ["search"]})").param(), "tools[0]");
+  EXPECT_EQ(chat_error("{" + kUser + R"(, "functions": [{"name": "f"}]})").param(), "functions");
   EXPECT_EQ(chat_error("{" + kUser + R"(, "response_format": {"type": "json_object"}})").param(), "response_format");
   EXPECT_EQ(text_error(R"({"prompt": "x", "echo": true})").param(), "echo");
   EXPECT_EQ(text_error(R"({"prompt": "x", "best_of": 3})").param(), "best_of");
   EXPECT_EQ(text_error(R"({"prompt": "x", "suffix": "y"})").param(), "suffix");
+}
+
+// Tools, the tool role, a message's other fields, add_generation_prompt and
+// chat_template_kwargs reach the chat template as transformers passes them.
+TEST(OpenAiRequest, ToolsAndTemplateArguments) {
+  const ParsedRequest r = parse_chat(R"({"messages": [
+      {"role": "user", "content": "Weather in Paris?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "18 C"}],
+    "tools": [{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}],
+    "add_generation_prompt": false, "skip_special_tokens": false,
+    "chat_template_kwargs": {"enable_thinking": false, "custom": 3}})");
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[0].extra_json, "");
+  EXPECT_EQ(nlohmann::json::parse(r.messages[1].extra_json),
+            nlohmann::json::parse(R"({"content": null, "tool_calls": [{"id": "c1", "type": "function",
+              "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}]})"));
+  EXPECT_EQ(r.messages[2].role, "tool");
+  EXPECT_EQ(r.messages[2].content, "18 C");
+  EXPECT_EQ(nlohmann::json::parse(r.messages[2].extra_json), nlohmann::json::parse(R"({"tool_call_id": "c1"})"));
+  EXPECT_EQ(nlohmann::json::parse(r.chat.tools_json)[0]["function"]["name"], "weather");
+  EXPECT_FALSE(r.chat.add_generation_prompt);
+  EXPECT_EQ(nlohmann::json::parse(r.chat.kwargs_json), nlohmann::json::parse(R"({"enable_thinking": false, "custom": 3})"));
+  ASSERT_EQ(r.chat.flags.size(), 1u);
+  EXPECT_EQ(r.chat.flags[0], (std::pair<std::string, bool>("enable_thinking", false)));
+  EXPECT_FALSE(r.completion.skip_special_tokens);
+
+  const ParsedRequest plain = parse_chat("{" + kUser + "}");
+  EXPECT_TRUE(plain.chat.add_generation_prompt);
+  EXPECT_TRUE(plain.chat.tools_json.empty());
+  EXPECT_TRUE(plain.chat.kwargs_json.empty());
+  EXPECT_TRUE(plain.completion.skip_special_tokens);
 }
 
 TEST(OpenAiRequest, StreamOptions) {

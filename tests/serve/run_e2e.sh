@@ -9,27 +9,8 @@ serve_exe=$1
 work=$2
 src=$3
 
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "SKIP: node and npm are needed for the end-to-end tests (Debian: apt-get install nodejs npm)"
-  exit 77
-fi
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$node_major" -lt 20 ]; then
-  echo "SKIP: node $(node --version) is too old; the tests need node 20 or later"
-  exit 77
-fi
-
-mkdir -p "$work"
-stamp="$work/node_modules/.lamina-package-lock.json"
-if ! cmp -s "$src/package-lock.json" "$stamp"; then
-  cp "$src/package.json" "$src/package-lock.json" "$work/"
-  echo "installing the openai client into $work (npm ci)"
-  if ! (cd "$work" && npm ci --no-audit --no-fund --loglevel=error); then
-    echo "FAIL: npm ci could not install the pinned openai client (is the npm registry reachable?)"
-    exit 1
-  fi
-  cp "$src/package-lock.json" "$stamp"
-fi
+. "$src/../npm_packages.sh"
+install_npm_packages "$work" "$src" "the openai client"
 # The scripts import 'openai' from the node_modules beside them.
 rm -f "$work"/*.mjs
 cp "$src"/*.mjs "$work/"

@@ -13,12 +13,6 @@ double ms_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
 
-// A model's output rows may outnumber the tokenizer's vocabulary (padded
-// embeddings); such an id has no text.
-std::string piece_of(const Tokenizer& tokenizer, int32_t id) {
-  return id < tokenizer.n_vocab() ? tokenizer.token_to_piece(id) : std::string();
-}
-
 }  // namespace
 
 Sequence::Sequence(Engine::RequestId id, CompletionRequest request, CompletionCallbacks callbacks,
@@ -27,7 +21,6 @@ Sequence::Sequence(Engine::RequestId id, CompletionRequest request, CompletionCa
       request_(std::move(request)),
       callbacks_(std::move(callbacks)),
       sampler_(request_.sampling),
-      filter_(request_.stop),
       submitted_(submitted) {
   // The penalties see the prompt, as in the generation loop.
   for (int32_t token : request_.prompt_ids) sampler_.accept(token);
@@ -54,7 +47,9 @@ void Sequence::on_argmax(int32_t id, const Tokenizer& tokenizer, uint32_t n_ctx)
 }
 
 void Sequence::take(int32_t id, std::span<const float> logits, const Tokenizer& tokenizer, uint32_t n_ctx) {
+  if (!text_gen_) text_gen_.emplace(tokenizer, request_.prompt_ids, request_.skip_special_tokens, request_.stop);
   if (request_.stop_at_eog && tokenizer.is_eog(id)) {
+    text_gen_->finish(text_);
     finish(FinishReason::Stop);
     return;
   }
@@ -65,13 +60,13 @@ void Sequence::take(int32_t id, std::span<const float> logits, const Tokenizer& 
   if (request_.top_logprobs >= 0 && !logits.empty()) fill_logprobs(logits, id, event);
   generated_.push_back(id);
   sampler_.accept(id);
-  if (filter_.append(piece_of(tokenizer, id), text_)) {
+  if (text_gen_->append(id, text_)) {
     finish(FinishReason::Stop);
   } else if (request_.max_tokens >= 0 && generated_.size() >= static_cast<std::size_t>(request_.max_tokens)) {
-    finish(FinishReason::Length);
+    finish(text_gen_->finish(text_) ? FinishReason::Stop : FinishReason::Length);
   } else if (n_fed_ >= n_ctx) {
     // The new token would need a position past the end of the slot.
-    finish(FinishReason::Length);
+    finish(text_gen_->finish(text_) ? FinishReason::Stop : FinishReason::Length);
   }
   emit(event, finish_.has_value());
 }
@@ -105,7 +100,7 @@ void Sequence::fill_logprobs(std::span<const float> logits, int32_t chosen, Toke
 // Sends the token with the text that became safe to show; the last token of
 // a request carries everything still held back.
 void Sequence::emit(TokenEvent& event, bool last) {
-  const std::size_t safe = last ? text_.size() : filter_.safe_length(text_);
+  const std::size_t safe = last || !text_gen_ ? text_.size() : text_gen_->safe_length(text_);
   if (safe > shown_) {
     event.text = text_.substr(shown_, safe - shown_);
     shown_ = safe;

@@ -14,7 +14,7 @@
 #include "lamina/model/engine.h"
 #include "lamina/model/sampler.h"
 #include "lamina/model/tokenizer.h"
-#include "stop_filter.h"
+#include "generated_text.h"
 
 namespace lamina::model::engine {
 
@@ -71,7 +71,7 @@ class Sequence {
   CompletionRequest request_;
   CompletionCallbacks callbacks_;
   Sampler sampler_;
-  StopFilter filter_;
+  std::optional<GeneratedText> text_gen_;  // made with the tokenizer at the first token
   Clock::time_point submitted_;
 
   uint32_t slot_ = 0;

@@ -74,4 +74,23 @@ gguf::GgufFile load_hf_model(const std::filesystem::path& dir) {
   }
 }
 
+gguf::GgufFile load_hf_tokenizer(const std::filesystem::path& dir) {
+  try {
+    const auto config_path = dir / "config.json";
+    const bool has_config = std::filesystem::exists(config_path);
+    const hf::HfConfig config(
+        has_config ? hf::parse_json_object(hf::read_text_file(config_path), config_path.string()) : hf::Json::object(),
+        config_path.string());
+    hf::HfArchitecture arch;
+    arch.n_vocab = has_config ? config.u32("vocab_size").value_or(0) : 0;
+    hf::MetadataBuilder md;
+    md.set("general.type", gguf::Value::string("vocab"));
+    md.set("general.name", gguf::Value::string(model_name(dir)));
+    hf::add_tokenizer_metadata(dir, config, arch, md);
+    return gguf::GgufFile::assemble(md.take(), {}, nullptr);
+  } catch (const gguf::GgufError& e) {
+    throw ModelError(dir.string() + ": " + e.what());
+  }
+}
+
 }  // namespace lamina::model

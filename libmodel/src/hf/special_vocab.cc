@@ -142,6 +142,10 @@ void add_special_tokens(const std::filesystem::path& dir, const Json& tokenizer,
   if (!eos && sep) eos = sep;
 
   SpecialVocab v(n_vocab);
+  // Hugging Face adds only what the post-processor (or the config) asks for: say so,
+  // rather than leave llama.cpp's per-pre-tokenizer defaults to decide.
+  v.set_add("bos", false);
+  v.set_add("eos", false);
   read_post_processor(tokenizer, bos, eos, sep, cls, v);
   const Json added = tokenizer.value("added_tokens", Json::array());
   for (const std::string type : kTypes) {

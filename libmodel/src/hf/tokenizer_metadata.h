@@ -18,8 +18,8 @@
 
 namespace lamina::model::hf {
 
-// Throws ModelError naming the file and field for a tokenizer the GGUF
-// tokenizers cannot express.
+// arch.n_vocab 0: the tokenizer's own size (one past its largest token id). Throws
+// ModelError naming the file and field of a tokenizer.json it cannot read.
 void add_tokenizer_metadata(const std::filesystem::path& dir, const HfConfig& config, const HfArchitecture& arch,
                             MetadataBuilder& out);
 

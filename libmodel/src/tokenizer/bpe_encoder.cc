@@ -1,6 +1,7 @@
-#include <queue>
+#include <algorithm>
 
 #include "lamina/gguf/file.h"
+#include "tokenizer/bpe_merge.h"
 #include "tokenizer/encoders.h"
 #include "tokenizer/metadata.h"
 #include "tokenizer/unicode.h"
@@ -19,33 +20,10 @@ const PreTokenizerRules& rules_for(const Vocabulary& vocab) {
   return *rules;
 }
 
-struct Symbol {
-  uint32_t begin;
-  uint32_t length;  // 0 once merged into its left neighbour
-  int32_t piece;    // -1 when the text is no piece at all
-  int32_t prev;
-  int32_t next;
-};
-
-struct Candidate {
-  int32_t rank;
-  int32_t left;
-  int32_t right;
-  int32_t left_piece;
-  int32_t right_piece;
-  int32_t result;
-};
-
-struct LowerRankFirst {
-  bool operator()(const Candidate& a, const Candidate& b) const {
-    return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
-  }
-};
-
 }  // namespace
 
 BpeModel::BpeModel(const gguf::GgufFile& file, const Vocabulary& vocab)
-    : pre_tokenizer_(rules_for(vocab)), ignore_merges_(rules_for(vocab).ignore_merges) {
+    : pre_tokenizer_(rules_for(vocab)), ignore_merges_(rules_for(vocab).ignore_merges), nfc_(rules_for(vocab).nfc) {
   const StringTable merges = required_string_table(file, kMergesKey);
   extra_index_.build(extra_pieces_);
   merges_.reserve(merges.size());
@@ -63,7 +41,7 @@ BpeModel::BpeModel(const gguf::GgufFile& file, const Vocabulary& vocab)
     joined.assign(line.substr(0, space)).append(line.substr(space + 1));
     const int32_t result = intern(vocab, joined);
     // A repeated pair keeps its first (best) rank.
-    merges_.try_emplace(pair_key(left, right), Merge{static_cast<int32_t>(rank), result});
+    merges_.try_emplace(bpe_pair_key(left, right), BpeMerge{static_cast<int32_t>(rank), result});
   }
 }
 
@@ -85,7 +63,7 @@ int32_t BpeModel::intern(const Vocabulary& vocab, std::string_view text) {
 
 void BpeModel::encode(const Vocabulary& vocab, std::string_view text,
                       std::vector<int32_t>& out) const {
-  const std::string clean = sanitize_utf8(text);
+  const std::string clean = nfc_ ? normalize_unicode(sanitize_utf8(text), NormalForm::NFC) : sanitize_utf8(text);
   std::vector<ByteRange> words;
   pre_tokenizer_.split(clean, words);
   std::string encoded;
@@ -100,63 +78,21 @@ void BpeModel::encode(const Vocabulary& vocab, std::string_view text,
 
 void BpeModel::encode_word(const Vocabulary& vocab, std::string_view word,
                            std::vector<int32_t>& out) const {
-  if (word.empty()) return;
-  if (ignore_merges_) {
-    const int32_t whole = vocab.find(word);
-    if (whole >= 0) {
-      out.push_back(whole);
-      return;
-    }
-  }
+  if (take_whole_word(word.size(), ignore_merges_, ignore_merges_ ? vocab.find(word) : -1, out)) return;
 
-  std::vector<Symbol> symbols;
+  std::vector<BpeSymbol> symbols;
   for (std::size_t pos = 0; pos < word.size();) {
     const std::size_t n =
         std::min(utf8_length_from_lead(static_cast<unsigned char>(word[pos])), word.size() - pos);
-    const auto index = static_cast<int32_t>(symbols.size());
-    symbols.push_back(Symbol{static_cast<uint32_t>(pos), static_cast<uint32_t>(n),
-                             piece_id(vocab, word.substr(pos, n)), index - 1,
-                             pos + n == word.size() ? -1 : index + 1});
+    push_symbol(symbols, piece_id(vocab, word.substr(pos, n)), static_cast<uint32_t>(pos), static_cast<uint32_t>(n));
     pos += n;
   }
-
-  std::priority_queue<Candidate, std::vector<Candidate>, LowerRankFirst> queue;
-  auto consider = [&](int32_t left, int32_t right) {
-    if (left < 0 || right < 0) return;
-    const Symbol& l = symbols[static_cast<std::size_t>(left)];
-    const Symbol& r = symbols[static_cast<std::size_t>(right)];
-    if (l.piece < 0 || r.piece < 0) return;
-    const auto it = merges_.find(pair_key(l.piece, r.piece));
-    if (it == merges_.end()) return;
-    queue.push(Candidate{it->second.rank, left, right, l.piece, r.piece, it->second.result});
-  };
-  for (std::size_t i = 1; i < symbols.size(); ++i) {
-    consider(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
-  }
-
-  while (!queue.empty()) {
-    const Candidate c = queue.top();
-    queue.pop();
-    Symbol& l = symbols[static_cast<std::size_t>(c.left)];
-    Symbol& r = symbols[static_cast<std::size_t>(c.right)];
-    // Skip pairs that an earlier merge changed.
-    if (l.length == 0 || r.length == 0 || l.next != c.right || l.piece != c.left_piece ||
-        r.piece != c.right_piece) {
-      continue;
-    }
-    l.piece = c.result;
-    l.length += r.length;
-    r.length = 0;
-    l.next = r.next;
-    if (r.next >= 0) symbols[static_cast<std::size_t>(r.next)].prev = c.left;
-    consider(l.prev, c.left);
-    consider(c.left, l.next);
-  }
+  merge_symbols(symbols, merges_);
 
   for (int32_t i = 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) {
-    const Symbol& s = symbols[static_cast<std::size_t>(i)];
-    if (s.piece >= 0 && s.piece < vocab.size()) {
-      out.push_back(s.piece);
+    const BpeSymbol& s = symbols[static_cast<std::size_t>(i)];
+    if (s.id >= 0 && s.id < vocab.size()) {
+      out.push_back(s.id);
       continue;
     }
     // Not a token: emit the tokens of its single bytes where there are any.

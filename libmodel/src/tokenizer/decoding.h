@@ -1,5 +1,5 @@
-// Internal: one step of decoding, shared by Tokenizer::decode and StreamingDecoder so
-// that both produce the same text.
+// Internal: one step of decoding a GGUF vocabulary's tokens (tokenizer.ggml.*), as
+// Tokenizer::decode runs it token by token.
 #pragma once
 
 #include <cstdint>

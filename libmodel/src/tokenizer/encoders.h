@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/bpe_merge.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/text_index.h"
 #include "tokenizer/vocabulary.h"
@@ -38,25 +39,18 @@ class BpeModel {
   void encode(const Vocabulary& vocab, std::string_view text, std::vector<int32_t>& out) const;
 
  private:
-  struct Merge {
-    int32_t rank;
-    int32_t result;  // piece id
-  };
-
   // Piece ids: token ids for strings in the vocabulary, ids from n_vocab on for the
   // merge strings that are not tokens.
   int32_t piece_id(const Vocabulary& vocab, std::string_view text) const;
   int32_t intern(const Vocabulary& vocab, std::string_view text);
-  static uint64_t pair_key(int32_t left, int32_t right) {
-    return (uint64_t{static_cast<uint32_t>(left)} << 32) | static_cast<uint32_t>(right);
-  }
   void encode_word(const Vocabulary& vocab, std::string_view word, std::vector<int32_t>& out) const;
 
   PreTokenizer pre_tokenizer_;
   bool ignore_merges_ = false;
+  bool nfc_ = false;
   StringTable extra_pieces_;
   TextIndex extra_index_;
-  std::unordered_map<uint64_t, Merge> merges_;
+  BpeMerges merges_;
 };
 
 }  // namespace lamina::model::detail

@@ -1,5 +1,5 @@
 // Internal: the regex pre-tokenizers of byte-level BPE vocabularies, chosen by
-// tokenizer.ggml.pre. Matching uses PCRE2 (UTF + UCP, JIT-compiled).
+// tokenizer.ggml.pre.
 #pragma once
 
 #include <cstddef>
@@ -7,6 +7,8 @@
 #include <span>
 #include <string_view>
 #include <vector>
+
+#include "tokenizer/regex.h"
 
 namespace lamina::model::detail {
 
@@ -16,15 +18,11 @@ struct PreTokenizerRules {
   std::span<const std::string_view> patterns;
   bool ignore_merges = false;  // a word that is itself a token is taken whole
   bool add_bos = false;        // default when tokenizer.ggml.add_bos_token is absent
+  bool nfc = false;            // the text is put in Unicode NFC first (the model's normalizer)
 };
 
 // The rules for a tokenizer.ggml.pre value; nullptr when the name is not known.
 const PreTokenizerRules* find_pre_tokenizer_rules(std::string_view pre);
-
-struct ByteRange {
-  std::size_t begin = 0;
-  std::size_t end = 0;
-};
 
 class PreTokenizer {
  public:
@@ -35,7 +33,6 @@ class PreTokenizer {
   void split(std::string_view text, std::vector<ByteRange>& words) const;
 
  private:
-  class Regex;
   std::vector<std::shared_ptr<const Regex>> regexes_;
 };
 

@@ -46,6 +46,24 @@ constexpr std::array kTekken = {
     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"sv,
 };
 
+// OpenAI's o200k (GPT-4o, gpt-oss): tokenizer.json's own pattern, which PCRE2 runs as
+// written.
+constexpr std::array kGpt4o = {
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"sv,
+};
+
+// DeepSeek V3: digits in threes, CJK kana and ideograph runs, then words.
+constexpr std::array kDeepseekV3 = {
+    "\\p{N}{1,3}"sv,
+    "[\\x{4E00}-\\x{9FA5}\\x{3040}-\\x{309F}\\x{30A0}-\\x{30FF}]+"sv,
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+    " ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"sv,
+};
+
 constexpr std::array kDeepseekLlm = {
     "[\\r\\n]"sv,
     "\\s?["
@@ -110,8 +128,8 @@ struct NamedRules {
 };
 
 constexpr PreTokenizerRules rules_of(std::span<const std::string_view> patterns,
-                                     bool ignore_merges = false, bool add_bos = false) {
-  return PreTokenizerRules{patterns, ignore_merges, add_bos};
+                                     bool ignore_merges = false, bool add_bos = false, bool nfc = false) {
+  return PreTokenizerRules{patterns, ignore_merges, add_bos, nfc};
 }
 
 const std::array kRules = {
@@ -139,8 +157,10 @@ const std::array kRules = {
     NamedRules{"exaone", rules_of(kStarcoder)},
     NamedRules{"minerva-7b", rules_of(kStarcoder)},
     NamedRules{"tekken", rules_of(kTekken, true, true)},
-    NamedRules{"qwen2", rules_of(kQwen2)},
-    NamedRules{"deepseek-r1-qwen", rules_of(kQwen2)},
+    NamedRules{"qwen2", rules_of(kQwen2, false, false, true)},
+    NamedRules{"deepseek-r1-qwen", rules_of(kQwen2, false, false, true)},
+    NamedRules{"gpt-4o", rules_of(kGpt4o, true)},
+    NamedRules{"deepseek-v3", rules_of(kDeepseekV3, false, true)},
     NamedRules{"stablelm2", rules_of(kQwen2)},
     NamedRules{"poro-chat", rules_of(kBloom)},
     NamedRules{"bloom", rules_of(kBloom)},

@@ -6,6 +6,8 @@
 #include "lamina/gguf/file.h"
 #include "tokenizer/decoding.h"
 #include "tokenizer/encoders.h"
+#include "tokenizer/hf/hf_tokenizer.h"
+#include "tokenizer/metadata.h"
 #include "tokenizer/special_tokens.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocabulary.h"
@@ -67,15 +69,26 @@ std::string render_piece(const detail::Vocabulary& v, int32_t id) {
     case TokenType::Byte:
       if (const std::optional<char> byte = parse_byte_token(text)) return std::string(1, *byte);
       return std::string(text);
+    case TokenType::UserDefined:
+      // Hugging Face's SentencePiece decoders turn '▁' into spaces in added tokens too.
+      return v.kind == TokenizerKind::SentencePiece ? replace_space_marks(text) : std::string(text);
     case TokenType::Control:
     case TokenType::Unknown:
-    case TokenType::UserDefined:
       return std::string(text);
     case TokenType::Unused:
     case TokenType::Undefined:
       break;
   }
   return {};
+}
+
+constexpr std::string_view kHfJsonKey = "tokenizer.huggingface.json";
+
+// A token's piece through the Hugging Face decoder, as it reads in the middle of a text.
+std::string render_hf_piece(const detail::hf::HfTokenizer& hf, int32_t id) {
+  if (!hf.token(id)) return {};  // a padding id past the tokenizer's own tokens
+  const int32_t one[] = {id};
+  return hf.decode(one, false, {.continuation = true, .raw_bytes = true});
 }
 
 // The bytes std::isspace accepts in the C locale, which llama.cpp strips after a token.
@@ -97,26 +110,51 @@ void escape_spaces(std::string_view text, bool add_prefix, std::string& out) {
 }  // namespace
 
 struct Tokenizer::Impl {
-  explicit Impl(detail::Vocabulary vocabulary) : vocab(std::move(vocabulary)), specials(vocab) {
+  Impl(detail::Vocabulary vocabulary, std::unique_ptr<const detail::hf::HfTokenizer> pipeline)
+      : vocab(std::move(vocabulary)), specials(vocab), hf(std::move(pipeline)) {
     pieces.reserve(static_cast<std::size_t>(vocab.size()), 0);
-    for (int32_t id = 0; id < vocab.size(); ++id) pieces.push_back(render_piece(vocab, id));
+    for (int32_t id = 0; id < vocab.size(); ++id) pieces.push_back(hf ? render_hf_piece(*hf, id) : render_piece(vocab, id));
     pieces.shrink_to_fit();
   }
 
   detail::Vocabulary vocab;
   detail::SpecialTokenSplitter specials;
   std::optional<detail::BpeModel> bpe;
+  std::unique_ptr<const detail::hf::HfTokenizer> hf;  // encodes and decodes when present
   detail::StringTable pieces;  // token_to_piece(id, render_special = true)
 };
 
 Tokenizer Tokenizer::from_gguf(const gguf::GgufFile& file) {
-  auto impl = std::make_shared<Impl>(detail::load_vocabulary(file));
-  if (impl->vocab.kind == TokenizerKind::BytePairEncoding) impl->bpe.emplace(file, impl->vocab);
+  std::unique_ptr<const detail::hf::HfTokenizer> hf;
+  if (const std::optional<std::string> json = detail::optional_string(file, kHfJsonKey)) {
+    hf = std::make_unique<const detail::hf::HfTokenizer>(*json);
+  }
+  detail::Vocabulary vocab = detail::load_vocabulary(file, hf != nullptr);
+  if (hf) {
+    // The metadata's token list may be longer (padding rows), never different.
+    const int32_t n = hf->vocab_size();
+    if (n > vocab.size())
+      throw TokenizerError(std::string(kHfJsonKey) + " has " + std::to_string(n) + " tokens, tokenizer.ggml.tokens " +
+                           std::to_string(vocab.size()));
+    for (int32_t id = 0; id < n; ++id) {
+      const std::optional<std::string_view> t = hf->token(id);
+      if (t && *t != vocab.texts[static_cast<std::size_t>(id)])
+        throw TokenizerError(std::string(kHfJsonKey) + ": token " + std::to_string(id) + " is '" + std::string(*t) +
+                             "' but tokenizer.ggml.tokens has '" + std::string(vocab.texts[static_cast<std::size_t>(id)]) + "'");
+    }
+  }
+  auto impl = std::make_shared<Impl>(std::move(vocab), std::move(hf));
+  if (!impl->hf && impl->vocab.kind == TokenizerKind::BytePairEncoding) impl->bpe.emplace(file, impl->vocab);
   return Tokenizer(std::move(impl));
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
                                        bool parse_special) const {
+  if (impl_->hf) {
+    std::vector<int32_t> out;
+    impl_->hf->encode(text, add_special, parse_special, out);
+    return out;
+  }
   const detail::Vocabulary& v = impl_->vocab;
   const std::vector<detail::Fragment> fragments = impl_->specials.split(v, text, parse_special);
   std::vector<int32_t> out;
@@ -160,6 +198,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
       case TokenizerKind::WordPiece:
         detail::encode_wordpiece(v, run, out);
         break;
+      case TokenizerKind::Unigram:
+      case TokenizerKind::WordLevel:
+        throw TokenizerError("the " + v.model_name + " model needs tokenizer.huggingface.json");
     }
     after_special = false;
   }
@@ -180,6 +221,21 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
+  if (impl_->hf) {
+    for (int32_t id : ids) {
+      if (!impl_->vocab.contains(id)) {
+        throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                                std::to_string(impl_->vocab.size()) + " tokens");
+      }
+    }
+    // Padding ids past the pipeline's own tokens have no text.
+    std::vector<int32_t> known;
+    known.reserve(ids.size());
+    for (int32_t id : ids) {
+      if (impl_->hf->token(id)) known.push_back(id);
+    }
+    return impl_->hf->decode(known, !options.render_special, {.continuation = !options.strip_space_prefix});
+  }
   std::string out;
   bool after_special = true;
   for (int32_t id : ids) detail::append_token_text(*this, id, options, after_special, out);
@@ -187,6 +243,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions&
 }
 
 TokenizerKind Tokenizer::kind() const { return impl_->vocab.kind; }
+bool Tokenizer::has_hf_pipeline() const { return impl_->hf != nullptr; }
 const std::string& Tokenizer::model_name() const { return impl_->vocab.model_name; }
 const std::string& Tokenizer::pre_tokenizer() const { return impl_->vocab.pre_name; }
 int32_t Tokenizer::n_vocab() const { return impl_->vocab.size(); }
@@ -232,8 +289,9 @@ void append_token_text(const Tokenizer& tokenizer, int32_t id, const DecodeOptio
   const std::string piece = tokenizer.token_to_piece(id, options.render_special);
   if (tokenizer.is_special(id)) {
     out += piece;
-    // With the prefix at the start only, text after a shown special token keeps its space.
-    after_special = tokenizer.space_prefix_at_start_only() ? after_special && piece.empty() : true;
+    // As Hugging Face's decoders strip only the text's first space, text after a shown
+    // special token keeps its space.
+    after_special = after_special && piece.empty();
     return;
   }
   const bool strip = after_special && options.strip_space_prefix &&

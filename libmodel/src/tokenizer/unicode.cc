@@ -3,6 +3,7 @@
 #include <utf8proc.h>
 
 #include <array>
+#include <cstdlib>
 
 namespace lamina::model::detail {
 
@@ -146,6 +147,9 @@ CharClass classify(char32_t cp) {
       c.letter = true;
       break;
     case UTF8PROC_CATEGORY_MN:
+      c.nonspacing_mark = true;
+      c.mark = true;
+      break;
     case UTF8PROC_CATEGORY_MC:
     case UTF8PROC_CATEGORY_ME:
       c.mark = true;
@@ -176,6 +180,9 @@ CharClass classify(char32_t cp) {
     case UTF8PROC_CATEGORY_CO:
       c.control = true;
       break;
+    case UTF8PROC_CATEGORY_CN:
+      c.unassigned = true;
+      break;
     default:
       break;
   }
@@ -195,6 +202,24 @@ char32_t nfd_first(char32_t cp) {
   const utf8proc_ssize_t n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(cp), buffer, 8,
                                                      UTF8PROC_DECOMPOSE, &last_boundclass);
   return n >= 1 ? static_cast<char32_t>(buffer[0]) : cp;
+}
+
+std::string normalize_unicode(std::string_view text, NormalForm form) {
+  int options = UTF8PROC_STABLE;
+  switch (form) {
+    case NormalForm::NFC: options |= UTF8PROC_COMPOSE; break;
+    case NormalForm::NFD: options |= UTF8PROC_DECOMPOSE; break;
+    case NormalForm::NFKC: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
+    case NormalForm::NFKD: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+  }
+  utf8proc_uint8_t* mapped = nullptr;
+  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                                          static_cast<utf8proc_ssize_t>(text.size()), &mapped,
+                                          static_cast<utf8proc_option_t>(options));
+  if (n < 0) return std::string(text);  // not valid UTF-8: left as it is
+  std::string out(reinterpret_cast<const char*>(mapped), static_cast<std::size_t>(n));
+  std::free(mapped);
+  return out;
 }
 
 const std::string& byte_to_unicode(uint8_t byte) { return byte_mapping().to_unicode[byte]; }

@@ -34,7 +34,9 @@ struct CharClass {
   bool punctuation = false;  // P*
   bool symbol = false;       // S*
   bool mark = false;         // M*
+  bool nonspacing_mark = false;  // Mn
   bool control = false;      // Cc, Cf, Co, Cs (not unassigned)
+  bool unassigned = false;   // Cn
   bool whitespace = false;   // the Unicode White_Space property
 };
 CharClass classify(char32_t cp);
@@ -43,6 +45,10 @@ bool is_whitespace(char32_t cp);
 char32_t to_lower(char32_t cp);
 // The first code point of the canonical decomposition: 'é' -> 'e'.
 char32_t nfd_first(char32_t cp);
+
+enum class NormalForm { NFC, NFD, NFKC, NFKD };
+// `text` (valid UTF-8) in the given Unicode normalization form.
+std::string normalize_unicode(std::string_view text, NormalForm form);
 
 // GPT-2 byte-level BPE represents each byte by a printable character.
 const std::string& byte_to_unicode(uint8_t byte);

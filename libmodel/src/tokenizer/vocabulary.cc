@@ -25,15 +25,17 @@ constexpr std::string_view kEndOfTurnTexts[] = {
 };
 constexpr std::string_view kEndOfMessageText = "<|eom_id|>";
 
-TokenizerKind kind_of_model(const std::string& model) {
+TokenizerKind kind_of_model(const std::string& model, bool hf_pipeline) {
   if (model == "llama") return TokenizerKind::SentencePiece;
   if (model == "gpt2") return TokenizerKind::BytePairEncoding;
   if (model == "bert") return TokenizerKind::WordPiece;
+  if (hf_pipeline && model == "t5") return TokenizerKind::Unigram;
+  if (hf_pipeline && model == "wordlevel") return TokenizerKind::WordLevel;
   throw TokenizerError(std::string(kModelKey) + ": unsupported tokenizer '" + model +
                        "' (supported: llama, gpt2, bert)");
 }
 
-void read_tokens(const gguf::GgufFile& file, Vocabulary& v) {
+void read_tokens(const gguf::GgufFile& file, Vocabulary& v, bool hf_pipeline) {
   v.texts = required_string_table(file, kTokensKey);
   if (v.texts.empty()) throw TokenizerError(std::string(kTokensKey) + ": the vocabulary is empty");
   if (v.texts.size() > static_cast<std::size_t>(INT32_MAX)) {
@@ -71,7 +73,8 @@ void read_tokens(const gguf::GgufFile& file, Vocabulary& v) {
   }
 
   const int32_t duplicate = v.index.build(v.texts);
-  if (duplicate >= 0) {
+  // A Hugging Face Unigram vocabulary may list a piece twice; its pipeline decides.
+  if (duplicate >= 0 && !hf_pipeline) {
     throw TokenizerError(std::string(kTokensKey) + ": token " + std::to_string(duplicate) +
                          " repeats the text of token " +
                          std::to_string(v.find(v.texts[static_cast<std::size_t>(duplicate)])));
@@ -112,6 +115,8 @@ void read_special_ids(const gguf::GgufFile& file, Vocabulary& v) {
       defaults.mask = 103;
       break;
     case TokenizerKind::BytePairEncoding:
+    case TokenizerKind::Unigram:
+    case TokenizerKind::WordLevel:
       break;
   }
   SpecialIds& ids = v.ids;
@@ -129,12 +134,13 @@ void read_special_ids(const gguf::GgufFile& file, Vocabulary& v) {
   ids.mask = read_special_id(file, v, "tokenizer.ggml.mask_token_id", defaults.mask, false);
 }
 
-void read_flags(const gguf::GgufFile& file, Vocabulary& v) {
+void read_flags(const gguf::GgufFile& file, Vocabulary& v, bool hf_pipeline) {
   const bool spm = v.kind == TokenizerKind::SentencePiece;
   const bool wpm = v.kind == TokenizerKind::WordPiece;
   bool bos_default = spm || wpm;
   if (v.kind == TokenizerKind::BytePairEncoding) {
-    bos_default = find_pre_tokenizer_rules(v.pre_name)->add_bos;
+    const PreTokenizerRules* rules = find_pre_tokenizer_rules(v.pre_name);
+    bos_default = rules != nullptr && rules->add_bos;
   }
   v.add_bos = bool_or(file, "tokenizer.ggml.add_bos_token", bos_default);
   v.add_eos = bool_or(file, "tokenizer.ggml.add_eos_token", false);
@@ -149,6 +155,13 @@ void read_flags(const gguf::GgufFile& file, Vocabulary& v) {
   v.lowercase = bool_or(file, "tokenizer.ggml.normalizer.lowercase", true);
   v.strip_accents = bool_or(file, "tokenizer.ggml.normalizer.strip_accents", v.lowercase);
 
+  // With a Hugging Face pipeline its post-processor adds the tokens; the flags only
+  // describe it, and one whose token has no id here (RoBERTa's <s>) says nothing.
+  if (hf_pipeline) {
+    v.add_bos = v.add_bos && v.ids.bos != kNoToken;
+    v.add_eos = v.add_eos && v.ids.eos != kNoToken;
+    v.add_sep = v.add_sep && v.ids.sep != kNoToken;
+  }
   auto require = [](bool flag, int32_t id, const char* flag_key, const char* id_key) {
     if (flag && id == kNoToken) {
       throw TokenizerError(std::string(flag_key) + " is true but the vocabulary has no token " +
@@ -216,23 +229,23 @@ void find_byte_tokens(Vocabulary& v) {
 
 }  // namespace
 
-Vocabulary load_vocabulary(const gguf::GgufFile& file) {
+Vocabulary load_vocabulary(const gguf::GgufFile& file, bool hf_pipeline) {
   Vocabulary v;
   const std::optional<std::string> model = optional_string(file, kModelKey);
   if (!model) {
     throw TokenizerError("tokenizer metadata: missing key '" + std::string(kModelKey) + "'");
   }
   v.model_name = *model;
-  v.kind = kind_of_model(v.model_name);
+  v.kind = kind_of_model(v.model_name, hf_pipeline);
   if (const std::optional<std::string> pre = optional_string(file, kPreKey)) v.pre_name = *pre;
   const bool bpe = v.kind == TokenizerKind::BytePairEncoding;
-  if (bpe && find_pre_tokenizer_rules(v.pre_name) == nullptr) {
+  if (bpe && !hf_pipeline && find_pre_tokenizer_rules(v.pre_name) == nullptr) {
     throw TokenizerError(std::string(kPreKey) + ": unknown pre-tokenizer '" + v.pre_name + "'");
   }
 
-  read_tokens(file, v);
+  read_tokens(file, v, hf_pipeline);
   read_special_ids(file, v);
-  read_flags(file, v);
+  read_flags(file, v, hf_pipeline);
   find_end_of_generation(v);
   mark_right_strippers(file, v);
   find_byte_tokens(v);

@@ -75,7 +75,9 @@ struct Vocabulary {
 };
 
 // Reads tokenizer.ggml.model, tokens, scores, token_type, the special ids and flags.
-// Merges and the pre-tokenizer are read by the BPE model. Throws TokenizerError.
-Vocabulary load_vocabulary(const gguf::GgufFile& file);
+// Merges and the pre-tokenizer are read by the BPE model. With `hf_pipeline` (the file
+// carries tokenizer.huggingface.json, which does the encoding), the pre-tokenizer name
+// is not needed and the Unigram and WordLevel models are accepted. Throws TokenizerError.
+Vocabulary load_vocabulary(const gguf::GgufFile& file, bool hf_pipeline);
 
 }  // namespace lamina::model::detail

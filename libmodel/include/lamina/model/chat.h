@@ -10,8 +10,12 @@
 namespace lamina::model {
 
 struct ChatMessage {
-  std::string role;  // "system", "user" or "assistant"
+  std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
+  // The message's other fields as a JSON object (tool_calls, tool_call_id, name, a
+  // content that is null or a list of parts, ...), given to a Jinja template as
+  // transformers gives them; its fields replace role and content. Empty: none.
+  std::string extra_json = {};
 };
 
 enum class ChatFamily { ChatMl, Llama2, Llama3, Mistral, Phi3, Gemma };

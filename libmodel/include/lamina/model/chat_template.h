@@ -40,6 +40,19 @@ struct ChatTemplateInputs {
   std::string bos_token, eos_token;
   // Extra boolean variables, e.g. {"enable_thinking", false}.
   std::vector<std::pair<std::string, bool>> flags;
+  // The tool (function) definitions as a JSON array; empty: tools is none.
+  std::string tools_json = {};
+  // More variables as a JSON object (an API's chat_template_kwargs); they come last
+  // and replace any of the above.
+  std::string kwargs_json = {};
+};
+
+// How ModelChat renders a conversation besides its messages.
+struct ChatRenderOptions {
+  bool add_generation_prompt = true;
+  std::vector<std::pair<std::string, bool>> flags;
+  std::string tools_json;   // see ChatTemplateInputs
+  std::string kwargs_json;  // see ChatTemplateInputs
 };
 
 // A parsed template. Copies share the parsed form; render() is safe to call
@@ -52,9 +65,10 @@ class ChatTemplate {
   // Parses once; throws ChatTemplateError (Kind::Syntax).
   explicit ChatTemplate(std::string_view source);
 
-  // The template sees `messages` (dicts with role and content),
-  // add_generation_prompt, bos_token, eos_token, tools = none,
-  // documents = none, and each flag. Throws ChatTemplateError.
+  // The template sees `messages` (dicts with role and content, and each message's
+  // extra fields), add_generation_prompt, bos_token, eos_token, tools (none
+  // unless given), documents = none, each flag, then the kwargs. Throws
+  // ChatTemplateError (Kind::Render for JSON that does not parse).
   std::string render(const ChatTemplateInputs& inputs) const;
 
  private:
@@ -79,6 +93,10 @@ class ModelChat {
   // conversation (e.g. roles that do not alternate).
   std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true,
                      const std::vector<std::pair<std::string, bool>>& flags = {}) const;
+  // The same with tools and template keyword arguments. The built-in formats that
+  // stand in for an unparsable template know no tools or extra fields: with them,
+  // only the model's own template renders.
+  std::string render(const std::vector<ChatMessage>& messages, const ChatRenderOptions& options) const;
 
   bool has_template() const { return has_template_; }
   // False when the template did not parse and a built-in family is used instead.

@@ -38,6 +38,7 @@ struct CompletionRequest {
   SamplerOptions sampling;          // seed included: the same seed gives the same tokens
   std::vector<std::string> stop;    // stop strings (not included in the text); empty ones are ignored
   bool stop_at_eog = true;
+  bool skip_special_tokens = true;  // the text leaves out special tokens (Hugging Face's decode option)
   int32_t top_logprobs = -1;        // < 0: no log-probabilities; 0..20: the chosen token's and that many alternatives
 };
 

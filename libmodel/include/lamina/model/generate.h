@@ -19,6 +19,7 @@ struct GenerateOptions {
   SamplerOptions sampling;
   std::vector<std::string> stop;    // stop strings (not included in the text)
   bool stop_at_eog = true;          // end-of-generation tokens stop
+  bool skip_special_tokens = true;  // the text leaves out special tokens (Hugging Face's decode option)
   bool want_prompt_logits = false;  // keep the logits of every prompt position
   uint32_t seq = 0;                 // KV cache slot to use
 };

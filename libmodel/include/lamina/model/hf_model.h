@@ -22,4 +22,10 @@ bool is_hf_model_dir(const std::filesystem::path& path);
 // key or tensor at fault.
 gguf::GgufFile load_hf_model(const std::filesystem::path& dir);
 
+// A folder's tokenizer alone (tokenizer.json, with tokenizer_config.json and
+// config.json where present) as a vocabulary-only GGUF file: the tokenizer.* keys
+// load_hf_model writes, no tensors. The vocabulary size is config.json's
+// vocab_size, else one past the largest token id. Throws ModelError.
+gguf::GgufFile load_hf_tokenizer(const std::filesystem::path& dir);
+
 }  // namespace lamina::model

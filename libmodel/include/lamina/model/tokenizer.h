@@ -1,6 +1,9 @@
-// Tokenizers built from a GGUF file's tokenizer.ggml.* metadata: SentencePiece-style
-// ("llama"), byte-level BPE ("gpt2") and WordPiece ("bert"). Token ids match
-// llama.cpp's tokenizer for the same file.
+// Tokenizers built from a GGUF file. When the file carries tokenizer.huggingface.json
+// (a Hugging Face model folder read as GGUF does, and lamina-convert writes it), that
+// pipeline encodes and decodes exactly as the Hugging Face `tokenizers` library does.
+// Otherwise the tokenizer.ggml.* metadata does: SentencePiece-style ("llama"),
+// byte-level BPE ("gpt2") and WordPiece ("bert"), with token ids as llama.cpp's
+// tokenizer gives for the same file.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +32,8 @@ enum class TokenizerKind {
   SentencePiece,     // tokenizer.ggml.model = "llama": merges by score, byte fallback
   BytePairEncoding,  // "gpt2": byte-level BPE with ranked merges and a regex pre-tokenizer
   WordPiece,         // "bert": greedy longest match, BERT basic normalisation
+  Unigram,           // "t5": best-scoring segmentation (tokenizer.huggingface.json only)
+  WordLevel,         // "wordlevel": whole words (tokenizer.huggingface.json only)
 };
 
 // The values of tokenizer.ggml.token_type.
@@ -43,11 +48,13 @@ enum class TokenType : uint8_t {
 };
 
 struct DecodeOptions {
-  // Control and unknown tokens are rendered as their text; otherwise they render as nothing.
+  // Control and unknown tokens are rendered as their text; otherwise they render as
+  // nothing (Hugging Face's skip_special_tokens).
   bool render_special = true;
-  // SentencePiece vocabularies with add_space_prefix: drop the one space the encoder adds at
-  // the start and after each special token, so that decode(encode(s)) == s. Turn it off to
-  // render a continuation (e.g. generated tokens following a prompt) piece by piece.
+  // Decode as a whole text, so that decode(encode(s)) == s: SentencePiece vocabularies
+  // with add_space_prefix drop the one space the encoder adds at the start (and, for
+  // GGUF metadata, after each special token); a Hugging Face decoder applies its
+  // start-of-text steps. Turn it off to render a stretch from the middle of a text.
   bool strip_space_prefix = true;
 };
 
@@ -73,6 +80,8 @@ class Tokenizer {
   const std::string& model_name() const;     // tokenizer.ggml.model
   const std::string& pre_tokenizer() const;  // tokenizer.ggml.pre, "default" when absent
   int32_t n_vocab() const;
+  // Whether encoding and decoding run a tokenizer.huggingface.json pipeline.
+  bool has_hf_pipeline() const;
   std::string_view token_text(int32_t id) const;  // as stored in the vocabulary
   float token_score(int32_t id) const;
   TokenType token_type(int32_t id) const;
@@ -111,11 +120,15 @@ class Tokenizer {
 // character whose bytes are split over several tokens comes out once its last byte
 // arrives. Bytes that can never form a valid sequence are passed through unchanged.
 // The concatenation of all push() results and finish() equals Tokenizer::decode of the
-// same ids with the same options.
+// same ids with the same options; after prime(context), it equals the decode of the
+// context followed by the ids, less the decode of the context.
 class StreamingDecoder {
  public:
   explicit StreamingDecoder(Tokenizer tokenizer, DecodeOptions options = {});
 
+  // The tokens the stream continues (a prompt): they shape the text of the tokens that
+  // follow (a leading space, a split character) but are never returned themselves.
+  void prime(std::span<const int32_t> context);
   std::string push(int32_t id);
   // Returns whatever is held back (an unfinished sequence at the end of the stream).
   std::string finish();
@@ -123,10 +136,16 @@ class StreamingDecoder {
   void reset();
 
  private:
+  // Decodes ids_[prefix_, read_) and ids_[prefix_, end): the text already returned
+  // ends where the first does.
+  std::string decode_from(std::size_t begin, std::size_t end) const;
+
   Tokenizer tokenizer_;
   DecodeOptions options_;
-  std::string pending_;
-  bool at_fragment_start_ = true;
+  std::vector<int32_t> ids_;
+  std::size_t prefix_ = 0;  // first id of the decoding window
+  std::size_t read_ = 0;    // ids before this have been returned
+  std::string prefix_text_;  // decode of ids_[prefix_, read_)
 };
 
 }  // namespace lamina::model

@@ -150,6 +150,17 @@ __device__ __forceinline__ void load_b_fragments(uint32_t (&b)[kNt][2], const ui
   }
 }
 
+// Every per-pair value of a thread's accumulator tile set to v.
+template <class T, int A, int B>
+__device__ __forceinline__ void fill_tile(T (&tile)[A][B][4], T v) {
+#pragma unroll
+  for (int a = 0; a < A; ++a)
+#pragma unroll
+    for (int b = 0; b < B; ++b)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) tile[a][b][i] = v;
+}
+
 template <class F, class C>
 __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kernel(const MmaParams p) {
   using L = MmaLayout<F, C>;
@@ -237,12 +248,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
   const int col0 = wn * 8 * kNt;  // the warp's first row (column of B) in the tile
 
   float total[kMt][kNt][4];
-#pragma unroll
-  for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kNt; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) total[mt][nt][i] = -0.0f;
+  fill_tile(total, -0.0f);
 
   for (uint32_t seg = 0; seg < n_seg; ++seg) {
     cp_async_wait<L::kStages - 2>();
@@ -306,12 +312,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
     } else {
       // Super-block: integer sums over every sub-block, then one f32 term.
       int isum[kMt][kNt][4];
-#pragma unroll
-      for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < kNt; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) isum[mt][nt][i] = 0;
+      fill_tile(isum, 0);
       // The sub-block scales of this thread's rows, as packed bytes.
       uint32_t scales[kMt][2][4];
 #pragma unroll

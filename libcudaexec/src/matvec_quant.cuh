@@ -93,18 +93,9 @@ __global__ void __launch_bounds__(kMatvecWarps * 32) matvec_q32_kernel(const Mat
       terms[warp][lane] = t[j];
       __syncwarp();
       const uint32_t n = min(32u, n_blocks - b0);
-      // Eight terms read ahead of their multiply-adds, so the reads overlap.
-      for (uint32_t i0 = 0; i0 < n; i0 += 8) {
-        float4 e[8];
-#pragma unroll
-        for (int k = 0; k < 8; ++k) e[k] = terms[warp][i0 + k];
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          if (i0 + k < n) {
-            total = F::kMin ? block_step_min_scaled(total, e[k].x, e[k].y, e[k].z, e[k].w)
-                            : block_step_scaled(total, e[k].x, e[k].y);
-          }
-        }
+      for (uint32_t i = 0; i < n; ++i) {
+        const float4 e = terms[warp][i];
+        total = F::kMin ? block_step_min_scaled(total, e.x, e.y, e.z, e.w) : block_step_scaled(total, e.x, e.y);
       }
     }
   }

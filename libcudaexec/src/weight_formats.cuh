@@ -104,43 +104,44 @@ __device__ __forceinline__ int scale_byte(const uint32_t (&w)[4], int s) {
 //
 // word<M>(blk, k, lo, hi), k = 0..3: the int8 values 4k .. 4k + 3 (lo) and
 // 16 + 4k .. 16 + 4k + 3 (hi) of the block. |dot| <= 32 * 128 * 128 < 2^22.
+// Every such block starts with its f16 scale; the affine ones (kMin) follow
+// it with their f16 minimum.
 
-struct FmtQ4_0 {
-  static constexpr quant::QuantFormat kFormat = quant::QuantFormat::Q4_0;
+template <quant::QuantFormat F, bool kAffine>
+struct Block32Base {
+  static constexpr quant::QuantFormat kFormat = F;
+  static constexpr bool kMin = kAffine;
+  template <class M>
+  __device__ static float scale(const uint8_t* blk) { return half_bits_to_float(M::u16(blk)); }
+  template <class M>
+  __device__ static float min_value(const uint8_t* blk) {
+    if constexpr (kAffine) return half_bits_to_float(M::u16(blk + 2));
+    return 0.0f;
+  }
+};
+
+struct FmtQ4_0 : Block32Base<quant::QuantFormat::Q4_0, false> {
   static constexpr uint32_t kBlockBytes = sizeof(quant::BlockQ4_0);
-  static constexpr bool kMin = false;
   template <class M>
   __device__ static void word(const uint8_t* blk, int k, uint32_t& lo, uint32_t& hi) {
     const uint32_t w = M::u32_a2(blk + 2 + 4 * k);
     lo = __vsub4(lo_nibbles(w), 0x08080808u);
     hi = __vsub4(hi_nibbles(w), 0x08080808u);
   }
-  template <class M>
-  __device__ static float scale(const uint8_t* blk) { return half_bits_to_float(M::u16(blk)); }
-  template <class M>
-  __device__ static float min_value(const uint8_t*) { return 0.0f; }
 };
 
-struct FmtQ4_1 {
-  static constexpr quant::QuantFormat kFormat = quant::QuantFormat::Q4_1;
+struct FmtQ4_1 : Block32Base<quant::QuantFormat::Q4_1, true> {
   static constexpr uint32_t kBlockBytes = sizeof(quant::BlockQ4_1);
-  static constexpr bool kMin = true;
   template <class M>
   __device__ static void word(const uint8_t* blk, int k, uint32_t& lo, uint32_t& hi) {
     const uint32_t w = M::u32(blk + 4 + 4 * k);
     lo = lo_nibbles(w);
     hi = hi_nibbles(w);
   }
-  template <class M>
-  __device__ static float scale(const uint8_t* blk) { return half_bits_to_float(M::u16(blk)); }
-  template <class M>
-  __device__ static float min_value(const uint8_t* blk) { return half_bits_to_float(M::u16(blk + 2)); }
 };
 
-struct FmtQ5_0 {
-  static constexpr quant::QuantFormat kFormat = quant::QuantFormat::Q5_0;
+struct FmtQ5_0 : Block32Base<quant::QuantFormat::Q5_0, false> {
   static constexpr uint32_t kBlockBytes = sizeof(quant::BlockQ5_0);
-  static constexpr bool kMin = false;
   template <class M>
   __device__ static void word(const uint8_t* blk, int k, uint32_t& lo, uint32_t& hi) {
     const uint32_t qh = M::u32_a2(blk + 2);  // bit j: bit 4 of value j
@@ -148,16 +149,10 @@ struct FmtQ5_0 {
     lo = __vsub4(lo_nibbles(w) | spread_bits_to_bit4(qh >> (4 * k)), 0x10101010u);
     hi = __vsub4(hi_nibbles(w) | spread_bits_to_bit4(qh >> (16 + 4 * k)), 0x10101010u);
   }
-  template <class M>
-  __device__ static float scale(const uint8_t* blk) { return half_bits_to_float(M::u16(blk)); }
-  template <class M>
-  __device__ static float min_value(const uint8_t*) { return 0.0f; }
 };
 
-struct FmtQ5_1 {
-  static constexpr quant::QuantFormat kFormat = quant::QuantFormat::Q5_1;
+struct FmtQ5_1 : Block32Base<quant::QuantFormat::Q5_1, true> {
   static constexpr uint32_t kBlockBytes = sizeof(quant::BlockQ5_1);
-  static constexpr bool kMin = true;
   template <class M>
   __device__ static void word(const uint8_t* blk, int k, uint32_t& lo, uint32_t& hi) {
     const uint32_t qh = M::u32(blk + 4);
@@ -165,41 +160,25 @@ struct FmtQ5_1 {
     lo = lo_nibbles(w) | spread_bits_to_bit4(qh >> (4 * k));
     hi = hi_nibbles(w) | spread_bits_to_bit4(qh >> (16 + 4 * k));
   }
-  template <class M>
-  __device__ static float scale(const uint8_t* blk) { return half_bits_to_float(M::u16(blk)); }
-  template <class M>
-  __device__ static float min_value(const uint8_t* blk) { return half_bits_to_float(M::u16(blk + 2)); }
 };
 
-struct FmtQ8_0 {
-  static constexpr quant::QuantFormat kFormat = quant::QuantFormat::Q8_0;
+struct FmtQ8_0 : Block32Base<quant::QuantFormat::Q8_0, false> {
   static constexpr uint32_t kBlockBytes = sizeof(quant::BlockQ8_0);
-  static constexpr bool kMin = false;
   template <class M>
   __device__ static void word(const uint8_t* blk, int k, uint32_t& lo, uint32_t& hi) {
     lo = M::u32_a2(blk + 2 + 4 * k);
     hi = M::u32_a2(blk + 18 + 4 * k);
   }
-  template <class M>
-  __device__ static float scale(const uint8_t* blk) { return half_bits_to_float(M::u16(blk)); }
-  template <class M>
-  __device__ static float min_value(const uint8_t*) { return 0.0f; }
 };
 
-struct FmtIQ4_NL {
-  static constexpr quant::QuantFormat kFormat = quant::QuantFormat::IQ4_NL;
+struct FmtIQ4_NL : Block32Base<quant::QuantFormat::IQ4_NL, false> {
   static constexpr uint32_t kBlockBytes = sizeof(quant::BlockIQ4_NL);
-  static constexpr bool kMin = false;
   template <class M>
   __device__ static void word(const uint8_t* blk, int k, uint32_t& lo, uint32_t& hi) {
     const uint32_t w = M::u32_a2(blk + 2 + 4 * k);
     lo = static_cast<uint32_t>(iq4_lookup4(lo_nibbles(w)));
     hi = static_cast<uint32_t>(iq4_lookup4(hi_nibbles(w)));
   }
-  template <class M>
-  __device__ static float scale(const uint8_t* blk) { return half_bits_to_float(M::u16(blk)); }
-  template <class M>
-  __device__ static float min_value(const uint8_t*) { return 0.0f; }
 };
 
 // ---- 256-value super-block formats ----
@@ -215,6 +194,15 @@ struct FmtIQ4_NL {
 // The isum bounds: Q4_K 8 * 63 * 32 * 15 * 127 < 2^25, Q5_K < 2^26, Q6_K
 // 16 * 128 * 16 * 32 * 127 < 2^27, Q2_K, Q3_K, IQ4_XS smaller; msum
 // <= 16 * 63 * 32 * 127 < 2^22.
+
+// What the formats without minima share.
+struct NoMinima {
+  static constexpr bool kMin = false;
+  template <class M>
+  __device__ static void mins(const uint8_t*, uint32_t (&)[4]) {}
+  template <class M>
+  __device__ static float dmin(const uint8_t*) { return 0.0f; }
+};
 
 struct FmtQ2_K {
   static constexpr quant::QuantFormat kFormat = quant::QuantFormat::Q2_K;
@@ -246,12 +234,11 @@ struct FmtQ2_K {
   __device__ static float dmin(const uint8_t* blk) { return half_bits_to_float(M::u16(blk + 82)); }
 };
 
-struct FmtQ3_K {
+struct FmtQ3_K : NoMinima {
   static constexpr quant::QuantFormat kFormat = quant::QuantFormat::Q3_K;
   static constexpr uint32_t kBlockBytes = sizeof(quant::BlockQ3_K);
   static constexpr int kSubValues = 16;
   static constexpr int kSubs = 16;
-  static constexpr bool kMin = false;
   // As Q2_K (qs at 32), plus 4 times bit 4 n + j of hmask[l], minus 4.
   template <class M>
   __device__ static void frag(const uint8_t* blk, int s, int t, uint32_t& lo, uint32_t& hi) {
@@ -275,11 +262,7 @@ struct FmtQ3_K {
     w[3] = __vsub4(hi_nibbles(s1) | (((s2 >> 6) & 0x03030303u) << 4), 0x20202020u);
   }
   template <class M>
-  __device__ static void mins(const uint8_t*, uint32_t (&)[4]) {}
-  template <class M>
   __device__ static float d(const uint8_t* blk) { return half_bits_to_float(M::u16(blk + 108)); }
-  template <class M>
-  __device__ static float dmin(const uint8_t*) { return 0.0f; }
 };
 
 // Q4_K and Q5_K: value 64 p + l (l < 32) is the low nibble of qs[32 p + l],
@@ -335,12 +318,11 @@ using FmtQ5_K = FmtQ45_K<true>;
 
 // Q6_K: value 128 n + 32 j + l (l < 32) has its low 4 bits in nibble j / 2 of
 // ql[64 n + 32 (j % 2) + l] and its top 2 bits at bit 2 j of qh[32 n + l]; minus 32.
-struct FmtQ6_K {
+struct FmtQ6_K : NoMinima {
   static constexpr quant::QuantFormat kFormat = quant::QuantFormat::Q6_K;
   static constexpr uint32_t kBlockBytes = sizeof(quant::BlockQ6_K);
   static constexpr int kSubValues = 16;
   static constexpr int kSubs = 16;
-  static constexpr bool kMin = false;
   template <class M>
   __device__ static void frag(const uint8_t* blk, int s, int t, uint32_t& lo, uint32_t& hi) {
     const int n = s >> 3, j = (s >> 1) & 3;
@@ -357,21 +339,16 @@ struct FmtQ6_K {
     for (int i = 0; i < 4; ++i) w[i] = M::u32_a2(blk + 192 + 4 * i);
   }
   template <class M>
-  __device__ static void mins(const uint8_t*, uint32_t (&)[4]) {}
-  template <class M>
   __device__ static float d(const uint8_t* blk) { return half_bits_to_float(M::u16(blk + 208)); }
-  template <class M>
-  __device__ static float dmin(const uint8_t*) { return 0.0f; }
 };
 
 // IQ4_XS: sub-block s is 16 bytes of codebook indices at 8 + 16 s: low
 // nibbles values 0..15, high nibbles 16..31; scale (6 bits) - 32.
-struct FmtIQ4_XS {
+struct FmtIQ4_XS : NoMinima {
   static constexpr quant::QuantFormat kFormat = quant::QuantFormat::IQ4_XS;
   static constexpr uint32_t kBlockBytes = sizeof(quant::BlockIQ4_XS);
   static constexpr int kSubValues = 32;
   static constexpr int kSubs = 8;
-  static constexpr bool kMin = false;
   template <class M>
   __device__ static void frag(const uint8_t* blk, int s, int t, uint32_t& lo, uint32_t& hi) {
     const uint32_t w = M::u32(blk + 8 + 16 * s + 4 * t);
@@ -394,11 +371,7 @@ struct FmtIQ4_XS {
     w[2] = w[3] = 0;
   }
   template <class M>
-  __device__ static void mins(const uint8_t*, uint32_t (&)[4]) {}
-  template <class M>
   __device__ static float d(const uint8_t* blk) { return half_bits_to_float(M::u16(blk)); }
-  template <class M>
-  __device__ static float dmin(const uint8_t*) { return 0.0f; }
 };
 
 }  // namespace lamina::cudaexec::detail

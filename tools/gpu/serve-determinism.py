@@ -10,8 +10,11 @@ and compares the texts byte for byte. Exits 1 on any difference.
 import argparse, json, sys, threading, urllib.request
 
 
+MODEL = ""
+
+
 def complete(url, prompt, max_tokens, stream=False):
-    body = json.dumps({"model": "m", "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+    body = json.dumps({"model": MODEL, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
                        "stream": stream}).encode()
     req = urllib.request.Request(url + "/v1/completions", body, {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=300) as r:
@@ -31,6 +34,9 @@ def main():
     ap.add_argument("--streams", type=int, default=64)
     ap.add_argument("--max-tokens", type=int, default=48)
     a = ap.parse_args()
+    global MODEL
+    with urllib.request.urlopen(a.url + "/v1/models", timeout=30) as r:
+        MODEL = json.loads(r.read())["data"][0]["id"]
     probes = ["Once upon a time", "The capital of France is", "def fibonacci(n):", "1, 2, 3, 5, 8,"]
     alone = [complete(a.url, p, a.max_tokens) for p in probes]
     under = [None] * len(probes)

@@ -7,6 +7,7 @@
 
 #include "api_error.h"
 #include "completion_channel.h"
+#include "json_body.h"
 #include "openai_response.h"
 #include "request_record.h"
 #include "routes.h"

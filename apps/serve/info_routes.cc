@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "api_error.h"
+#include "json_body.h"
 #include "openai_response.h"
 #include "routes.h"
 

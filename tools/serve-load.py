@@ -8,6 +8,13 @@ inter-token latency percentiles. Only the Python standard library is used.
 
   tools/serve-load.py --url http://127.0.0.1:8080 --concurrency 1,8,32,64 \
       --seconds 20 --max-tokens 64
+
+With --mixed N it instead sends N requests of every route (streamed and not,
+refused ones included) from --concurrency's last level of clients on
+keep-alive connections, and with --rss-pid prints the server's resident
+memory as they go (to see it flat after warm-up):
+
+  tools/serve-load.py --mixed 100000 --concurrency 16 --rss-pid $(pidof lamina-serve)
 """
 import argparse
 import http.client
@@ -132,6 +139,90 @@ def run_level(args, host, port, concurrency):
     }
 
 
+def mixed_requests(args):
+    """(method, path, body, streamed) of every kind, in the order they cycle."""
+    completion = {"model": args.model, "prompt": args.prompt, "max_tokens": 8, "temperature": 0.7}
+    chat = {"model": args.model, "messages": [{"role": "user", "content": args.prompt}], "max_tokens": 8}
+    return [
+        ("GET", "/health", None, False),
+        ("GET", "/v1/models", None, False),
+        ("POST", "/v1/completions", completion, False),
+        ("POST", "/v1/chat/completions", {**chat, "stream": True}, True),
+        ("POST", "/tokenize", {"content": args.prompt * 20, "with_pieces": True}, False),
+        ("POST", "/detokenize", {"tokens": [1, 2, 3, 4, 5]}, False),
+        ("POST", "/v1/chat/completions", chat, False),
+        ("POST", "/v1/completions", '{"prompt": [}', False),  # 400
+        ("GET", "/nope", None, False),  # 404
+        ("GET", "/metrics", None, False),
+        ("POST", "/v1/completions", {**completion, "stream": True, "logprobs": 2}, True),
+    ]
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run_mixed(args, host, port, clients):
+    kinds = mixed_requests(args)
+    lock = threading.Lock()
+    state = {"next": 0, "errors": 0}
+    samples = []
+    step = max(1, args.mixed // 20)
+    headers = {"Content-Type": "application/json"}
+    if args.api_key:
+        headers["Authorization"] = "Bearer " + args.api_key
+
+    def client():
+        conn = http.client.HTTPConnection(host, port, timeout=args.timeout)
+        while True:
+            with lock:
+                i = state["next"]
+                if i >= args.mixed:
+                    break
+                state["next"] = i + 1
+                if args.rss_pid and i % step == 0:
+                    samples.append((i, rss_mb(args.rss_pid)))
+            method, path, body, _ = kinds[i % len(kinds)]
+            payload = None if body is None else (body if isinstance(body, str) else json.dumps(body))
+            try:
+                conn.request(method, path, body=payload, headers=headers)
+                response = conn.getresponse()
+                response.read()
+                if response.status >= 500:
+                    raise RuntimeError(f"{path}: HTTP {response.status}")
+                if response.getheader("Connection", "").lower() == "close":
+                    conn.close()
+            except Exception as exc:  # noqa: BLE001 - counted, and the connection is renewed
+                with lock:
+                    state["errors"] += 1
+                print(f"{method} {path}: {exc}", file=sys.stderr)
+                conn.close()
+                conn = http.client.HTTPConnection(host, port, timeout=args.timeout)
+        conn.close()
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    if args.rss_pid:
+        samples.append((args.mixed, rss_mb(args.rss_pid)))
+    print(f"{args.mixed} mixed requests from {clients} clients in {elapsed:.1f} s "
+          f"({args.mixed / elapsed:.0f}/s), {state['errors']} errors")
+    if samples:
+        print("| requests | RSS MB |")
+        print("|---:|---:|")
+        for n, rss in samples:
+            print(f"| {n} | {rss:.1f} |")
+    return 1 if state["errors"] else 0
+
+
 def first_model(args, host, port):
     conn = http.client.HTTPConnection(host, port, timeout=args.timeout)
     headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
@@ -155,12 +246,16 @@ def main():
     parser.add_argument("--api-key", default="")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--mixed", type=int, default=0, help="send this many requests of every route instead")
+    parser.add_argument("--rss-pid", type=int, default=0, help="the server's process id, to sample its memory")
     args = parser.parse_args()
 
     url = urllib.parse.urlparse(args.url)
     if not args.model:
         args.model = first_model(args, url.hostname, url.port or 80)
     levels = [int(c) for c in args.concurrency.split(",") if c]
+    if args.mixed:
+        return run_mixed(args, url.hostname, url.port or 80, levels[-1])
     results = [run_level(args, url.hostname, url.port or 80, c) for c in levels]
     if args.json:
         print(json.dumps(results, indent=2))

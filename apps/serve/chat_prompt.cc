@@ -1,5 +1,6 @@
 #include "chat_prompt.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace lamina::serve {
@@ -59,15 +60,21 @@ std::string ChatPrompter::render(const std::vector<model::ChatMessage>& messages
   }
 }
 
-std::vector<int32_t> ChatPrompter::tokens(const std::vector<model::ChatMessage>& messages,
-                                          const model::ChatRenderOptions& options) const {
+std::vector<int32_t> ChatPrompter::encode(const std::string& prompt) const {
   const model::Tokenizer& tok = model_.tokenizer();
-  std::vector<int32_t> ids = tok.encode(render(messages, options), /*add_special=*/false,
-                                        /*parse_special=*/true);
+  std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/false, /*parse_special=*/true);
   // Templates that do not write the BOS text still expect the token.
   if (tok.add_bos() && tok.bos_id() >= 0 && (ids.empty() || ids.front() != tok.bos_id()))
     ids.insert(ids.begin(), tok.bos_id());
   return ids;
+}
+
+std::size_t max_text_bytes(const model::Tokenizer& tokenizer, std::size_t n_tokens) {
+  constexpr std::size_t kNormalizationShrink = 3;
+  std::size_t longest = 1;
+  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id)
+    longest = std::max({longest, tokenizer.token_text(id).size(), tokenizer.token_to_piece(id).size()});
+  return n_tokens * longest * kNormalizationShrink;
 }
 
 }  // namespace lamina::serve

@@ -1,6 +1,7 @@
 // Chat messages to prompt tokens, with the model's chat template.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,19 +22,19 @@ class ChatPrompter {
   // Throws std::runtime_error for an unknown family name.
   ChatPrompter(const model::Model& model, std::string_view family);
 
-  // Throws std::invalid_argument when the template refuses the conversation
-  // (e.g. turns that do not alternate) or fails on it.
+  // The prompt text. Throws std::invalid_argument when the template refuses
+  // the conversation (e.g. turns that do not alternate) or fails on it.
   // `options`: add_generation_prompt, tools and template keyword arguments (a
   // built-in format follows add_generation_prompt and enable_thinking only).
-  std::vector<int32_t> tokens(const std::vector<model::ChatMessage>& messages,
-                              const model::ChatRenderOptions& options = {}) const;
+  std::string render(const std::vector<model::ChatMessage>& messages,
+                     const model::ChatRenderOptions& options = {}) const;
+  // The tokens of a rendered prompt (BOS added where the template omits it).
+  std::vector<int32_t> encode(const std::string& prompt) const;
 
   // Which format is used and why, for the startup log.
   const std::string& description() const { return description_; }
 
  private:
-  std::string render(const std::vector<model::ChatMessage>& messages, const model::ChatRenderOptions& options) const;
-
   const model::Model& model_;
   std::optional<model::ModelChat> model_chat_;  // the model's template
   model::ChatFormat builtin_;                   // otherwise
@@ -41,5 +42,11 @@ class ChatPrompter {
   std::string eos_;
   std::string description_;
 };
+
+// The most bytes a text of `n_tokens` tokens can have, so that a longer text
+// is known to exceed them without being tokenized: no token stands for more
+// bytes than the vocabulary's longest, and NFC normalization shrinks text to
+// a third at most (Hangul jamo).
+std::size_t max_text_bytes(const model::Tokenizer& tokenizer, std::size_t n_tokens);
 
 }  // namespace lamina::serve

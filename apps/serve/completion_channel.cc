@@ -2,8 +2,9 @@
 
 namespace lamina::serve {
 
-CompletionChannel::CompletionChannel(Metrics& metrics, std::string endpoint, Clock::time_point arrival)
-    : metrics_(metrics), endpoint_(std::move(endpoint)), arrival_(arrival) {}
+CompletionChannel::CompletionChannel(Metrics& metrics, std::string endpoint, Clock::time_point arrival,
+                                     std::function<void()> notify)
+    : metrics_(metrics), endpoint_(std::move(endpoint)), arrival_(arrival), notify_(std::move(notify)) {}
 
 model::CompletionCallbacks CompletionChannel::callbacks() {
   auto self = shared_from_this();
@@ -11,6 +12,13 @@ model::CompletionCallbacks CompletionChannel::callbacks() {
   c.on_token = [self](const model::TokenEvent& e) { return self->on_token(e); };
   c.on_done = [self](const model::CompletionResult& r) { self->on_done(r); };
   return c;
+}
+
+void CompletionChannel::ring(std::unique_lock<std::mutex>& lock) {
+  const bool first = !rung_;
+  rung_ = true;
+  lock.unlock();
+  if (first && notify_) notify_();
 }
 
 bool CompletionChannel::on_token(const model::TokenEvent& event) {
@@ -22,27 +30,23 @@ bool CompletionChannel::on_token(const model::TokenEvent& event) {
     metrics_.observe_time_to_first_token(since);
   last_token_ = now;
   if (abandoned_.load()) return false;
-  {
-    std::lock_guard lock(mutex_);
-    tokens_.push_back(event);
-  }
-  ready_.notify_one();
+  std::unique_lock lock(mutex_);
+  tokens_.push_back(event);
+  ring(lock);
   return true;
 }
 
 void CompletionChannel::on_done(const model::CompletionResult& result) {
   metrics_.count_completion(endpoint_, model::finish_reason_name(result.finish), result,
                             std::chrono::duration<double>(Clock::now() - arrival_).count());
-  {
-    std::lock_guard lock(mutex_);
-    done_ = result;
-  }
-  ready_.notify_one();
+  std::unique_lock lock(mutex_);
+  done_ = result;
+  ring(lock);
 }
 
-CompletionChannel::Update CompletionChannel::wait(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mutex_);
-  ready_.wait_for(lock, timeout, [this] { return !tokens_.empty() || done_.has_value(); });
+CompletionChannel::Update CompletionChannel::take() {
+  std::lock_guard lock(mutex_);
+  rung_ = false;
   Update u;
   u.tokens.swap(tokens_);
   if (done_) {

@@ -1,25 +1,18 @@
-// POST /v1/chat/completions and /v1/completions: validate, tokenize, queue
-// on the engine, then answer once the request ends or stream its tokens as
-// Server-Sent Events.
+// POST /v1/chat/completions and /v1/completions: validate, render, tokenize
+// and queue on the engine, then answer once the request ends or stream its
+// tokens as Server-Sent Events.
 #include <chrono>
 #include <memory>
 #include <stdexcept>
 
 #include "api_error.h"
 #include "completion_channel.h"
+#include "json_body.h"
 #include "openai_response.h"
-#include "request_record.h"
 #include "routes.h"
 
 namespace lamina::serve {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// While a stream waits (queued, or a long prompt), a comment line every
-// second keeps proxies from timing out and finds clients that went away.
-constexpr auto kKeepAliveInterval = std::chrono::seconds(1);
-constexpr std::string_view kKeepAlive = ": keep-alive\n\n";
 
 class InFlightGuard {
  public:
@@ -40,17 +33,34 @@ const char* endpoint_label(Endpoint endpoint) {
   return endpoint == Endpoint::ChatCompletions ? "chat_completions" : "completions";
 }
 
+ApiError context_exceeded(uint32_t n_ctx, const char* param, const std::string& how_many) {
+  return bad_request("This model's maximum context length is " + std::to_string(n_ctx) + " tokens. However, your " +
+                         (std::string_view(param) == "messages" ? "messages" : "prompt") + " resulted in " +
+                         how_many + " tokens. Please reduce the length of the " + param + ".",
+                     param, "context_length_exceeded");
+}
+
+// Text is tokenized only when it could fit the context: a longer one costs
+// nothing but its length check.
+void check_prompt_bytes(const ServeContext& ctx, std::size_t bytes, const char* param) {
+  if (bytes > ctx.max_prompt_bytes)
+    throw context_exceeded(ctx.engine.n_ctx(), param, "more than " + std::to_string(ctx.engine.n_ctx()));
+}
+
 std::vector<int32_t> prompt_ids(const ServeContext& ctx, const ParsedRequest& r) {
   const model::Tokenizer& tok = ctx.model.tokenizer();
   const bool chat = r.endpoint == Endpoint::ChatCompletions;
   const char* param = chat ? "messages" : "prompt";
   std::vector<int32_t> ids;
   if (chat) {
+    std::string rendered;
     try {
-      ids = ctx.chat.tokens(r.messages, r.chat);
+      rendered = ctx.chat.render(r.messages, r.chat);
     } catch (const std::invalid_argument& e) {
       throw bad_request(std::string("The chat template cannot render these messages: ") + e.what(), param);
     }
+    check_prompt_bytes(ctx, rendered.size(), param);
+    ids = ctx.chat.encode(rendered);
   } else if (r.prompt.is_ids) {
     for (const int32_t id : r.prompt.ids) {
       if (id >= tok.n_vocab())
@@ -60,15 +70,11 @@ std::vector<int32_t> prompt_ids(const ServeContext& ctx, const ParsedRequest& r)
     }
     ids = r.prompt.ids;
   } else {
+    check_prompt_bytes(ctx, r.prompt.text.size(), param);
     ids = tok.encode(r.prompt.text, /*add_special=*/true, /*parse_special=*/true);
   }
   if (ids.empty()) throw bad_request("The prompt is empty.", param, "invalid_value");
-  const uint32_t n_ctx = ctx.engine.n_ctx();
-  if (ids.size() >= n_ctx)
-    throw bad_request("This model's maximum context length is " + std::to_string(n_ctx) +
-                          " tokens. However, your " + (chat ? "messages" : "prompt") + " resulted in " +
-                          std::to_string(ids.size()) + " tokens. Please reduce the length of the " + param + ".",
-                      param, "context_length_exceeded");
+  if (ids.size() >= ctx.engine.n_ctx()) throw context_exceeded(ctx.engine.n_ctx(), param, std::to_string(ids.size()));
   return ids;
 }
 
@@ -96,124 +102,114 @@ int64_t unix_now() {
       .count();
 }
 
-void answer_when_done(ServeContext& ctx, const ResponseMeta& meta, bool logprobs, CompletionChannel& channel,
-                      httplib::Response& res) {
-  std::vector<model::TokenEvent> tokens;
-  model::CompletionResult result;
-  for (;;) {
-    CompletionChannel::Update u = channel.wait(std::chrono::seconds(1));
-    if (logprobs) tokens.insert(tokens.end(), u.tokens.begin(), u.tokens.end());
-    if (u.done) {
-      result = std::move(*u.done);
-      break;
-    }
-  }
-  note_result(current_request(), result);
-  if (!succeeded(result)) throw failure(result);
-  const ResponseJson lp =
-      logprobs ? logprobs_json(meta.endpoint, ctx.model.tokenizer(), tokens) : ResponseJson(nullptr);
-  res.set_content(dump_json(completion_response(meta, result, lp)), "application/json");
-}
+}  // namespace
 
-// One streamed response; it lives as long as cpp-httplib's content provider.
-struct Stream {
-  Stream(ServeContext& c, std::shared_ptr<InFlightGuard> g, std::shared_ptr<CompletionChannel> ch,
-         model::Engine::RequestId i, StreamEncoder e)
-      : ctx(c), guard(std::move(g)), channel(std::move(ch)), id(i), encoder(std::move(e)) {}
-  // A response dropped before it was sent (the connection failed) ends its request too.
-  ~Stream() {
-    if (!ended) cancel();
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-
-  void cancel() {
-    channel->abandon();
-    ctx.engine.cancel(id);
-    ended = true;
-  }
-
-  // Sends every event of the request, then ends the response; false when
-  // the client stopped taking them (the request is cancelled then).
-  bool run(httplib::DataSink& sink) {
-    RequestRecord& rec = current_request();
-    const auto send = [&sink](std::string_view bytes) { return bytes.empty() || sink.write(bytes.data(), bytes.size()); };
-    bool ok = send(encoder.start());
-    while (ok) {
-      CompletionChannel::Update u = channel->wait(kKeepAliveInterval);
-      if (u.tokens.empty() && !u.done) {
-        ok = send(kKeepAlive);
-        continue;
-      }
-      ok = send(encoder.tokens(u.tokens));
-      if (ok && u.done) {
-        note_result(rec, *u.done);
-        ok = send(succeeded(*u.done) ? encoder.finish(*u.done) : encoder.error(failure(*u.done)));
-        if (ok) {
-          sink.done();
-          ended = true;
-          return true;
-        }
-      }
-    }
-    cancel();
-    rec.finish = "disconnected";
-    return false;
-  }
+struct RunningCompletion::State {
+  State(ServeContext& c, RequestRecord& r) : ctx(c), guard(c.in_flight), record(r) {}
 
   ServeContext& ctx;
-  std::shared_ptr<InFlightGuard> guard;  // counted until the stream has ended
+  // Counted before the draining check, so that shutdown either waits for
+  // this request or the request sees the shutdown.
+  InFlightGuard guard;
+  RequestRecord& record;
   std::shared_ptr<CompletionChannel> channel;
-  model::Engine::RequestId id;
-  StreamEncoder encoder;
+  model::Engine::RequestId id = 0;
+  ResponseMeta meta;
+  bool logprobs = false;
+  std::optional<StreamEncoder> encoder;   // when streamed
+  std::vector<model::TokenEvent> tokens;  // not streamed: kept for the log-probabilities
+  bool stream_started = false;
   bool ended = false;
 };
 
-}  // namespace
+RunningCompletion::RunningCompletion(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-void handle_completion(ServeContext& ctx, Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
-  // Counted before the draining check, so that shutdown either waits for
-  // this request or the request sees the shutdown.
-  auto guard = std::make_shared<InFlightGuard>(ctx.in_flight);
+RunningCompletion::~RunningCompletion() {
+  if (state_ && !state_->ended) cancel();
+}
+
+std::unique_ptr<RunningCompletion> RunningCompletion::start(ServeContext& ctx, Endpoint endpoint,
+                                                            std::string_view body, RequestRecord& record,
+                                                            std::function<void()> notify) {
+  auto state = std::make_unique<State>(ctx, record);
   if (ctx.draining.load()) throw shutting_down();
-  const nlohmann::json body = parse_json_body(req.body);
-  ParsedRequest parsed = parse_completion_request(body, endpoint, ctx.options.defaults, ctx.random.next());
+  ParsedRequest parsed = parse_completion_request(parse_json_body(body), endpoint, ctx.options.defaults,
+                                                  ctx.random.next());
   if (!parsed.model.empty() && parsed.model != ctx.options.model_name)
     throw ApiError(404, "The model `" + parsed.model + "` does not exist.", "invalid_request_error", "model",
                    "model_not_found");
   parsed.completion.prompt_ids = prompt_ids(ctx, parsed);
 
-  RequestRecord& rec = current_request();
-  rec.completion = true;
-  rec.stream = parsed.stream;
-  rec.prompt_tokens = static_cast<uint32_t>(parsed.completion.prompt_ids.size());
+  record.completion = true;
+  record.stream = parsed.stream;
+  record.prompt_tokens = static_cast<uint32_t>(parsed.completion.prompt_ids.size());
 
-  auto channel = std::make_shared<CompletionChannel>(ctx.metrics, endpoint_label(endpoint), rec.start);
-  model::Engine::RequestId id = 0;
+  state->channel =
+      std::make_shared<CompletionChannel>(ctx.metrics, endpoint_label(endpoint), record.start, std::move(notify));
   try {
-    id = ctx.engine.submit(std::move(parsed.completion), channel->callbacks());
+    state->id = ctx.engine.submit(std::move(parsed.completion), state->channel->callbacks());
   } catch (const std::invalid_argument& e) {
     throw bad_request(e.what());
   }
-  if (id == 0) {
+  if (state->id == 0) {
     if (ctx.draining.load()) throw shutting_down();
     ctx.metrics.count_rejected();
     throw ApiError(429, "The server is busy: every sequence slot is taken and the queue is full. Try again later.",
                    "rate_limit_error", {}, "queue_full");
   }
+  state->meta = ResponseMeta{endpoint, make_response_id(endpoint, ctx.random.next()), unix_now(),
+                             ctx.options.model_name, ctx.options.system_fingerprint};
+  state->logprobs = parsed.logprobs;
+  if (parsed.stream)
+    state->encoder.emplace(state->meta, parsed.include_usage, parsed.logprobs ? &ctx.model.tokenizer() : nullptr);
+  return std::unique_ptr<RunningCompletion>(new RunningCompletion(std::move(state)));
+}
 
-  ResponseMeta meta{endpoint, make_response_id(endpoint, ctx.random.next()), unix_now(), ctx.options.model_name,
-                    ctx.options.system_fingerprint};
-  if (!parsed.stream) {
-    answer_when_done(ctx, meta, parsed.logprobs, *channel, res);
-    return;
+bool RunningCompletion::streamed() const { return state_->encoder.has_value(); }
+
+bool RunningCompletion::ended() const { return state_->ended; }
+
+std::optional<Reply> RunningCompletion::reply() {
+  State& s = *state_;
+  CompletionChannel::Update u = s.channel->take();
+  if (s.logprobs) s.tokens.insert(s.tokens.end(), u.tokens.begin(), u.tokens.end());
+  if (!u.done) return std::nullopt;
+  s.ended = true;
+  note_result(s.record, *u.done);
+  if (!succeeded(*u.done)) {
+    s.record.error = failure(*u.done);
+    return error_reply(*s.record.error);
   }
-  auto stream = std::make_shared<Stream>(ctx, std::move(guard), std::move(channel), id,
-                                         StreamEncoder(std::move(meta), parsed.include_usage,
-                                                       parsed.logprobs ? &ctx.model.tokenizer() : nullptr));
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream",
-                                   [stream](std::size_t, httplib::DataSink& sink) { return stream->run(sink); });
+  const ResponseJson lp =
+      s.logprobs ? logprobs_json(s.meta.endpoint, s.ctx.model.tokenizer(), s.tokens) : ResponseJson(nullptr);
+  Reply r;
+  r.body = dump_json(completion_response(s.meta, *u.done, lp));
+  return r;
+}
+
+std::string RunningCompletion::events(bool& ended) {
+  State& s = *state_;
+  std::string out;
+  if (!s.stream_started) {
+    out = s.encoder->start();
+    s.stream_started = true;
+  }
+  CompletionChannel::Update u = s.channel->take();
+  out += s.encoder->tokens(u.tokens);
+  if (u.done) {
+    s.ended = true;
+    note_result(s.record, *u.done);
+    out += succeeded(*u.done) ? s.encoder->finish(*u.done) : s.encoder->error(failure(*u.done));
+  }
+  ended = s.ended;
+  return out;
+}
+
+void RunningCompletion::cancel() {
+  State& s = *state_;
+  s.channel->abandon();
+  s.ctx.engine.cancel(s.id);
+  s.ended = true;
 }
 
 }  // namespace lamina::serve

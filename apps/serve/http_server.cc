@@ -1,220 +1,199 @@
 #include "http_server.h"
 
-#include <sys/socket.h>
+#include <sys/resource.h>
 
-#include <algorithm>
-#include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <optional>
 #include <stdexcept>
-#include <string_view>
+#include <thread>
+#include <vector>
 
-#include "api_error.h"
-#include "openai_response.h"
-#include "request_record.h"
-#include "routes.h"
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "http_connection.h"
 
 namespace lamina::serve {
 namespace {
 
-using httplib::Request;
-using httplib::Response;
-using HandlerResponse = httplib::Server::HandlerResponse;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using ErrorCode = boost::system::error_code;
 
-struct KnownRoute {
-  std::string_view method;
-  std::string_view path;
-};
+// Descriptors beyond the connections: the listening socket, the model's
+// files, standard streams and what the libraries open.
+constexpr rlim_t kSpareDescriptors = 64;
+// Request bodies being read or parsed at once hold at most this many times
+// --max-body-size.
+constexpr std::size_t kBodyBudgetFactor = 32;
+// When accept() fails for want of descriptors or memory, it is tried again
+// after this long instead of in a busy loop.
+constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
+// At stop(), answers already queued get this long to reach their clients.
+constexpr auto kWriteGrace = std::chrono::seconds(1);
 
-constexpr std::array<KnownRoute, 7> kRoutes{{
-    {"POST", "/v1/chat/completions"},
-    {"POST", "/v1/completions"},
-    {"GET", "/v1/models"},
-    {"GET", "/health"},
-    {"GET", "/metrics"},
-    {"POST", "/tokenize"},
-    {"POST", "/detokenize"},
-}};
-constexpr std::string_view kModelPrefix = "/v1/models/";
-
-// Connections beyond those being served wait in the kernel's accept queue.
-constexpr int kListenBacklog = 1024;
-constexpr int kKeepAliveSeconds = 5;
-
-// The label of a path in the metrics: the route it names, else "other"
-// (client-chosen paths must not create series).
-std::string route_label(std::string_view path) {
-  for (const KnownRoute& r : kRoutes)
-    if (path == r.path) return std::string(r.path);
-  if (path.starts_with(kModelPrefix) && path.size() > kModelPrefix.size()) return "/v1/models/:id";
-  return "other";
-}
-
-std::optional<std::string_view> allowed_method(std::string_view path) {
-  for (const KnownRoute& r : kRoutes)
-    if (path == r.path) return r.method;
-  if (path.starts_with(kModelPrefix)) return "GET";
-  return std::nullopt;
-}
-
-// Compares in time independent of where the strings differ.
-bool same_secret(std::string_view given, std::string_view expected) {
-  unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  for (std::size_t i = 0; i < given.size(); ++i)
-    diff |= static_cast<unsigned char>(given[i] ^ expected[i % expected.size()]);
-  return diff == 0;
-}
-
-// The error of a response cpp-httplib produced on its own (no route ran or the request was unreadable).
-ApiError library_error(int status, const Request& req, std::size_t max_body) {
-  switch (status) {
-    case 404:
-      return ApiError(404, "Invalid URL (" + req.method + " " + req.path + ")", "invalid_request_error", {},
-                      "unknown_url");
-    case 413:
-      return ApiError(413, "The request body is larger than the limit of " + std::to_string(max_body) + " bytes.",
-                      "invalid_request_error", {}, "request_too_large");
-    case 414: return ApiError(414, "The request URI is too long.", "invalid_request_error");
-    case 400: return ApiError(400, "The HTTP request could not be parsed.", "invalid_request_error");
-    default:
-      return ApiError(status, "The request failed with HTTP status " + std::to_string(status) + ".",
-                      status >= 500 ? "server_error" : "invalid_request_error");
-  }
-}
-
-// Records the error for the error handler, which writes the body.
-void fail(Response& res, const ApiError& error) {
-  current_request().error = error;
-  res.status = error.status();
-  if (error.status() == 429 || error.status() == 503) res.set_header("Retry-After", "1");
-}
-
-using RouteFn = void (*)(ServeContext&, const Request&, Response&);
-
-httplib::Server::Handler guarded(ServeContext& ctx, RouteFn fn) {
-  return [&ctx, fn](const Request& req, Response& res) {
-    try {
-      fn(ctx, req, res);
-    } catch (const ApiError& e) {
-      fail(res, e);
-    } catch (const std::exception& e) {
-      fail(res, ApiError(500, std::string("Internal error: ") + e.what(), "server_error"));
-    }
-  };
-}
-
-void chat_completions(ServeContext& ctx, const Request& req, Response& res) {
-  handle_completion(ctx, Endpoint::ChatCompletions, req, res);
-}
-
-void completions(ServeContext& ctx, const Request& req, Response& res) {
-  handle_completion(ctx, Endpoint::Completions, req, res);
+// Raises the soft open-file limit to what `connections` need; returns it.
+rlim_t reserve_descriptors(uint32_t connections) {
+  const rlim_t need = connections + kSpareDescriptors;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) throw std::runtime_error("cannot read the open-file limit");
+  if (limit.rlim_cur >= need) return limit.rlim_cur;
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < need)
+    throw std::runtime_error("--max-connections " + std::to_string(connections) + " needs " + std::to_string(need) +
+                             " open files, but the limit is " + std::to_string(limit.rlim_max) +
+                             " (ulimit -Hn): lower --max-connections or raise the limit");
+  limit.rlim_cur = need;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) throw std::runtime_error("cannot raise the open-file limit");
+  return need;
 }
 
 }  // namespace
 
-// cpp-httplib listens with a backlog of 5: too few for hundreds of clients
-// connecting at once. Listening again on the bound socket raises it.
-class HttpServer::Listener : public httplib::Server {
- public:
-  bool raise_backlog(int backlog) { return ::listen(svr_sock_.load(), backlog) == 0; }
+struct HttpServer::Impl {
+  explicit Impl(ServeContext& c)
+      : ctx(c), bodies(c.options.max_body_bytes * kBodyBudgetFactor), io(c.options.http_threads) {}
+
+  void accept() {
+    acceptor.async_accept(asio::make_strand(io), [this](ErrorCode ec, tcp::socket socket) {
+      if (stopping.load() || ec == asio::error::operation_aborted) return;
+      if (ec) {
+        retry.expires_after(kAcceptRetry);
+        retry.async_wait([this](ErrorCode e) {
+          if (!e) accept();
+        });
+        return;
+      }
+      ++connections;
+      serve_connection(std::move(socket), *host);
+      if (connections.load() >= ctx.options.max_connections) {
+        // New connections wait in the kernel's queue until one closes; one
+        // may have closed already, before it could see the pause.
+        paused.store(true);
+        if (connections.load() < ctx.options.max_connections && paused.exchange(false)) accept();
+        return;
+      }
+      accept();
+    });
+  }
+
+  void connection_closed() {
+    const uint32_t open = --connections;
+    if (open < ctx.options.max_connections && !stopping.load() && paused.load())
+      asio::post(accept_strand, [this] {
+        if (paused.exchange(false)) accept();
+      });
+  }
+
+  void run_io() {
+    for (;;) {
+      try {
+        io.run();
+        return;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "lamina-serve: error serving HTTP: %s\n", e.what());
+      }
+    }
+  }
+
+  void join() {
+    stopping.store(true);
+    if (workers) {
+      workers->stop();
+      workers->join();
+      workers.reset();  // drops queued work (and the connections it holds) while the I/O threads run
+    }
+    work.reset();
+    io.stop();
+    for (std::thread& t : io_threads) t.join();
+    io_threads.clear();
+  }
+
+  ServeContext& ctx;
+  BodyBudget bodies;
+  std::atomic<uint32_t> connections{0};
+  std::atomic<uint32_t> answers_unsent{0};
+  std::atomic<bool> paused{false};
+  std::atomic<bool> stopping{false};
+  rlim_t descriptors = 0;
+  std::optional<asio::thread_pool> workers;
+  std::optional<ConnectionHost> host;
+  // Connections left in its queues end as it is destroyed: after the host they use.
+  asio::io_context io;
+  asio::strand<asio::io_context::executor_type> accept_strand{io.get_executor()};
+  tcp::acceptor acceptor{accept_strand};
+  asio::steady_timer retry{accept_strand};
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::vector<std::thread> io_threads;
 };
 
-HttpServer::HttpServer(ServeContext& ctx) : ctx_(ctx), listener_(std::make_unique<Listener>()) {
-  Listener& s = *listener_;
-  const ServerOptions& o = ctx.options;
-  const int threads = o.http_threads;
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
-  s.set_payload_max_length(o.max_body_bytes);
-  s.set_read_timeout(o.timeout_s, 0);
-  s.set_write_timeout(o.timeout_s, 0);
-  // An idle connection holds a worker thread: close it soon.
-  s.set_keep_alive_timeout(std::min(o.timeout_s, kKeepAliveSeconds));
-  s.set_keep_alive_max_count(1000);
-  s.set_tcp_nodelay(true);
+HttpServer::HttpServer(ServeContext& ctx) : impl_(std::make_unique<Impl>(ctx)) {}
 
-  s.set_pre_routing_handler([&ctx](const Request& req, Response& res) {
-    reset_current_request();
-    current_request().route = route_label(req.path);
-    // Refusals below leave the body unread, so the connection cannot carry another request.
-    const auto refuse = [&res](const ApiError& error) {
-      fail(res, error);
-      res.set_header("Connection", "close");
-      return HandlerResponse::Handled;
-    };
-    const std::string& key = ctx.options.api_key;
-    if (!key.empty() && req.path != "/health") {
-      const std::string auth = req.get_header_value("Authorization");
-      constexpr std::string_view kBearer = "Bearer ";
-      if (auth.empty())
-        return refuse(ApiError(401, "You didn't provide an API key: pass it as 'Authorization: Bearer <key>'.",
-                               "invalid_request_error", {}, "invalid_api_key"));
-      if (!auth.starts_with(kBearer) || !same_secret(std::string_view(auth).substr(kBearer.size()), key))
-        return refuse(ApiError(401, "Incorrect API key provided.", "invalid_request_error", {}, "invalid_api_key"));
-    }
-    const auto allowed = allowed_method(req.path);
-    const bool head_of_get = req.method == "HEAD" && allowed == "GET";
-    if (allowed && req.method != *allowed && !head_of_get) {
-      res.set_header("Allow", std::string(*allowed));
-      return refuse(ApiError(405, req.method + " is not allowed on " + req.path + "; use " + std::string(*allowed) + ".",
-                             "invalid_request_error", {}, "method_not_allowed"));
-    }
-    return HandlerResponse::Unhandled;
-  });
-
-  s.set_error_handler(httplib::Server::HandlerWithResponse([&ctx](const Request& req, Response& res) {
-    const RequestRecord& rec = current_request();
-    const ApiError error = rec.error ? *rec.error : library_error(res.status, req, ctx.options.max_body_bytes);
-    res.set_content(dump_json(error_json(error)), "application/json");
-    return HandlerResponse::Handled;
-  }));
-
-  s.set_logger([&ctx](const Request& req, const Response& res) {
-    RequestRecord& rec = current_request();
-    ctx.metrics.count_http(rec.route, res.status);
-    LogLineInput in;
-    in.method = req.method;
-    in.path = req.path;
-    in.remote_addr = req.remote_addr;
-    in.remote_port = req.remote_port;
-    in.status = res.status;
-    in.duration_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - rec.start).count();
-    const std::string line = format_log_line(in, rec, std::chrono::system_clock::now());
-    std::fwrite(line.data(), 1, line.size(), stderr);
-    reset_current_request();
-  });
-
-  s.Post("/v1/chat/completions", guarded(ctx, chat_completions));
-  s.Post("/v1/completions", guarded(ctx, completions));
-  s.Get("/v1/models", guarded(ctx, handle_models));
-  s.Get("/v1/models/(.+)", guarded(ctx, handle_model));
-  s.Get("/health", guarded(ctx, handle_health));
-  s.Get("/metrics", guarded(ctx, handle_metrics));
-  s.Post("/tokenize", guarded(ctx, handle_tokenize));
-  s.Post("/detokenize", guarded(ctx, handle_detokenize));
-}
-
-HttpServer::~HttpServer() = default;
+HttpServer::~HttpServer() { stop(); }
 
 int HttpServer::bind() {
-  const ServerOptions& o = ctx_.options;
-  int port = o.port;
-  if (port == 0) {
-    port = listener_->bind_to_any_port(o.host);
-    if (port < 0) throw std::runtime_error("cannot listen on " + o.host + " (not a local address?)");
-  } else if (!listener_->bind_to_port(o.host, port)) {
-    throw std::runtime_error("cannot listen on " + o.host + ":" + std::to_string(port) +
-                             " (port in use, or not a local address?)");
-  }
-  listener_->raise_backlog(kListenBacklog);
-  return port;
+  Impl& s = *impl_;
+  const ServerOptions& o = s.ctx.options;
+  s.descriptors = reserve_descriptors(o.max_connections);
+  const std::string where = o.host + ":" + std::to_string(o.port);
+  ErrorCode ec;
+  tcp::resolver resolver(s.io);
+  const auto found = resolver.resolve(o.host, std::to_string(o.port), tcp::resolver::passive, ec);
+  if (ec || found.empty()) throw std::runtime_error("cannot listen on " + where + ": " + ec.message());
+  const tcp::endpoint endpoint = *found.begin();
+  s.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) s.acceptor.bind(endpoint, ec);
+  if (!ec) s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw std::runtime_error("cannot listen on " + where + " (port in use, or not a local address?): " +
+                             ec.message());
+  return s.acceptor.local_endpoint().port();
 }
 
-void HttpServer::serve() { listener_->listen_after_bind(); }
+void HttpServer::start() {
+  Impl& s = *impl_;
+  const ServerOptions& o = s.ctx.options;
+  try {
+    s.workers.emplace(static_cast<std::size_t>(o.http_workers));
+    s.host.emplace(ConnectionHost{s.ctx, *s.workers, s.bodies, s.answers_unsent, [&s] { s.connection_closed(); }});
+    s.work.emplace(s.io.get_executor());
+    for (int i = 0; i < o.http_threads; ++i) s.io_threads.emplace_back([&s] { s.run_io(); });
+  } catch (const std::exception& e) {
+    s.join();
+    throw std::runtime_error(std::string("cannot start the HTTP threads: ") + e.what());
+  }
+  asio::post(s.accept_strand, [&s] { s.accept(); });
+}
 
-void HttpServer::begin_draining() { ctx_.draining.store(true); }
+std::string HttpServer::describe() const {
+  const ServerOptions& o = impl_->ctx.options;
+  return "HTTP: " + std::to_string(o.http_threads) + " connection threads, " + std::to_string(o.http_workers) +
+         " request workers, up to " + std::to_string(o.max_connections) + " connections (open-file limit " +
+         std::to_string(impl_->descriptors) + "), request bodies up to " + std::to_string(o.max_body_bytes) +
+         " bytes each and " + std::to_string(o.max_body_bytes * kBodyBudgetFactor) + " together";
+}
 
-void HttpServer::stop() { listener_->stop(); }
+void HttpServer::begin_draining() { impl_->ctx.draining.store(true); }
+
+void HttpServer::stop() {
+  Impl& s = *impl_;
+  if (s.stopping.load() && s.io_threads.empty()) return;
+  asio::post(s.accept_strand, [&s] {
+    ErrorCode ignored;
+    s.acceptor.close(ignored);
+    s.retry.cancel();
+  });
+  const auto give_up = std::chrono::steady_clock::now() + kWriteGrace;
+  while (s.answers_unsent.load() > 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  s.join();
+}
 
 }  // namespace lamina::serve

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "api_error.h"
+#include "json_body.h"
 #include "openai_response.h"
 #include "routes.h"
 
@@ -11,7 +12,11 @@ namespace {
 
 using json = ResponseJson;
 
-void send_json(httplib::Response& res, const json& value) { res.set_content(dump_json(value), "application/json"); }
+Reply json_reply(const json& value) {
+  Reply r;
+  r.body = dump_json(value);
+  return r;
+}
 
 json model_entry(const ServeContext& ctx) {
   const model::ModelConfig& c = ctx.model.config();
@@ -37,55 +42,77 @@ bool optional_bool(const nlohmann::json& body, const char* key, bool fallback) {
 
 }  // namespace
 
-void handle_health(ServeContext& ctx, const httplib::Request&, httplib::Response& res) {
+Reply error_reply(const ApiError& error) {
+  Reply r;
+  r.status = error.status();
+  r.body = dump_json(error_json(error));
+  if (error.status() == 429 || error.status() == 503) r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+Reply handle_health(ServeContext& ctx) {
   if (ctx.draining.load())
     throw ApiError(503, "The server is shutting down.", "server_error", {}, "server_shutting_down");
-  send_json(res, {{"status", "ok"}});
+  return json_reply({{"status", "ok"}});
 }
 
-void handle_models(ServeContext& ctx, const httplib::Request&, httplib::Response& res) {
-  send_json(res, {{"object", "list"}, {"data", json::array({model_entry(ctx)})}});
+Reply handle_models(ServeContext& ctx) {
+  return json_reply({{"object", "list"}, {"data", json::array({model_entry(ctx)})}});
 }
 
-void handle_model(ServeContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  const std::string id = req.matches.size() > 1 ? req.matches[1].str() : std::string();
+Reply handle_model(ServeContext& ctx, std::string_view id) {
   if (id != ctx.options.model_name)
-    throw ApiError(404, "The model `" + id + "` does not exist.", "invalid_request_error", "model",
+    throw ApiError(404, "The model `" + std::string(id) + "` does not exist.", "invalid_request_error", "model",
                    "model_not_found");
-  send_json(res, model_entry(ctx));
+  return json_reply(model_entry(ctx));
 }
 
-void handle_metrics(ServeContext& ctx, const httplib::Request&, httplib::Response& res) {
+Reply handle_metrics(ServeContext& ctx) {
   LiveGauges live;
   live.engine = ctx.engine.stats();
   live.http_in_flight = ctx.in_flight.count();
-  res.set_content(ctx.metrics.render(live), "text/plain; version=0.0.4; charset=utf-8");
+  Reply r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  r.body = ctx.metrics.render(live);
+  return r;
 }
 
-void handle_tokenize(ServeContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  const nlohmann::json body = parse_json_body(req.body);
-  const auto content = body.find("content");
-  if (content == body.end() || !content->is_string())
+// The answer is written as it is built: a document of one object per token
+// would take tens of times the text's size.
+Reply handle_tokenize(ServeContext& ctx, std::string_view body) {
+  const nlohmann::json request = parse_json_body(body);
+  const auto content = request.find("content");
+  if (content == request.end() || !content->is_string())
     throw bad_request("Invalid type for 'content': expected a string.", "content", "invalid_type");
-  const bool add_special = optional_bool(body, "add_special", false);
-  const bool parse_special = optional_bool(body, "parse_special", true);
-  const bool with_pieces = optional_bool(body, "with_pieces", false);
+  const std::string& text = content->get_ref<const std::string&>();
+  if (text.size() > ctx.max_prompt_bytes)
+    throw bad_request("The content is longer than any text of this model's context (" +
+                          std::to_string(ctx.engine.n_ctx()) + " tokens) can be: at most " +
+                          std::to_string(ctx.max_prompt_bytes) + " bytes are tokenized.",
+                      "content", "context_length_exceeded");
+  const bool add_special = optional_bool(request, "add_special", false);
+  const bool parse_special = optional_bool(request, "parse_special", true);
+  const bool with_pieces = optional_bool(request, "with_pieces", false);
   const model::Tokenizer& tok = ctx.model.tokenizer();
-  const std::vector<int32_t> ids = tok.encode(content->get<std::string>(), add_special, parse_special);
-  json tokens = json::array();
-  for (const int32_t id : ids) {
-    if (with_pieces)
-      tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id)}});
-    else
-      tokens.push_back(id);
+  const std::vector<int32_t> ids = tok.encode(text, add_special, parse_special);
+  Reply r;
+  r.body = "{\"tokens\":[";
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) r.body += ',';
+    if (with_pieces) {
+      r.body += "{\"id\":" + std::to_string(ids[i]) + ",\"piece\":" + dump_json(json(tok.token_to_piece(ids[i]))) + "}";
+    } else {
+      r.body += std::to_string(ids[i]);
+    }
   }
-  send_json(res, {{"tokens", std::move(tokens)}});
+  r.body += "]}";
+  return r;
 }
 
-void handle_detokenize(ServeContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  const nlohmann::json body = parse_json_body(req.body);
-  const auto tokens = body.find("tokens");
-  if (tokens == body.end() || !tokens->is_array())
+Reply handle_detokenize(ServeContext& ctx, std::string_view body) {
+  const nlohmann::json request = parse_json_body(body);
+  const auto tokens = request.find("tokens");
+  if (tokens == request.end() || !tokens->is_array())
     throw bad_request("Invalid type for 'tokens': expected an array of token ids.", "tokens", "invalid_type");
   const model::Tokenizer& tok = ctx.model.tokenizer();
   std::vector<int32_t> ids;
@@ -99,14 +126,8 @@ void handle_detokenize(ServeContext& ctx, const httplib::Request& req, httplib::
     ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
   }
   // As Hugging Face's decode: special tokens shown unless skip_special_tokens.
-  bool skip_special = false;
-  if (const auto skip = body.find("skip_special_tokens"); skip != body.end()) {
-    if (!skip->is_boolean())
-      throw bad_request("Invalid type for 'skip_special_tokens': expected a boolean.", "skip_special_tokens",
-                        "invalid_type");
-    skip_special = skip->get<bool>();
-  }
-  send_json(res, {{"content", tok.decode(ids, {.render_special = !skip_special})}});
+  const bool skip_special = optional_bool(request, "skip_special_tokens", false);
+  return json_reply({{"content", tok.decode(ids, {.render_special = !skip_special})}});
 }
 
 }  // namespace lamina::serve

@@ -1,7 +1,9 @@
 // lamina-serve: an OpenAI-compatible HTTP server over the serving engine.
+#include <malloc.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 
 #include "default_model.h"
@@ -46,8 +48,15 @@ int main(int argc, char** argv) {
   app.add_option("--api-key-file", o.api_key_file, "read the API key from a file (keeps it out of the process list)")
       ->check(CLI::ExistingFile)
       ->excludes(key);
-  app.add_option("--timeout", srv.timeout_s, "seconds a connection may stay silent while reading or writing")
+  app.add_option("--timeout", srv.timeout_s, "seconds for a whole request body, and for each write to a client")
       ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--header-timeout", srv.header_timeout_s, "seconds for a whole request header, from its first byte")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  app.add_option("--keep-alive-timeout", srv.keep_alive_s,
+                 "seconds a connection may wait for its next request (capped by --timeout)")
+      ->check(CLI::Range(1, 3600))
       ->capture_default_str();
   app.add_option("--max-body-size", srv.max_body_bytes, "largest request body in bytes (larger: 413)")
       ->check(CLI::Range(1024, 1 << 30))
@@ -55,8 +64,19 @@ int main(int argc, char** argv) {
   app.add_option("--max-tokens", srv.defaults.max_tokens_cap,
                  "largest max_tokens a request may ask for, and the default of chat requests (0: the context)")
       ->check(CLI::Range(0, 1 << 24));
-  app.add_option("--http-threads", srv.http_threads, "HTTP worker threads (0: slots + queue + 32)")
-      ->check(CLI::Range(0, 65536));
+  app.add_option("--http-threads", srv.http_threads, "threads serving the connections (asynchronous I/O only)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--http-workers", srv.http_workers,
+                 "threads for work sized by clients: JSON bodies, chat templates, tokenization")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--max-connections", srv.max_connections,
+                 "open connections at most (beyond: they wait in the kernel's queue)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--cors-origin", srv.cors_origins,
+                 "let browser pages from this origin call the server (repeatable; '*': any origin)");
   app.add_option("--shutdown-timeout", o.shutdown_timeout_s,
                  "seconds requests in flight may run on after SIGINT/SIGTERM before they are cancelled")
       ->check(CLI::Range(0, 3600))
@@ -74,8 +94,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  srv.keep_alive_s = std::min(srv.keep_alive_s, srv.timeout_s);
   // A client that vanishes must fail a write, not kill the process.
   signal(SIGPIPE, SIG_IGN);
+  // Request bodies and their copies (megabytes) are mapped and unmapped on
+  // their own: glibc's adaptive threshold would otherwise move them onto the
+  // heap after the first one, where what a burst of large requests leaves
+  // stays resident.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   try {
     if (o.model_path.empty()) o.model_path = lamina::generate_app::default_model_path();
     return lamina::serve::run_server(std::move(o));

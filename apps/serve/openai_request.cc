@@ -11,10 +11,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// Deeper documents are refused before they are built: no real request nests
-// more than a few levels, and a limit keeps hostile input cheap.
-constexpr int kMaxJsonDepth = 64;
-
 // OpenAI allows up to 20 alternatives per position.
 constexpr int64_t kMaxTopLogprobs = 20;
 
@@ -300,22 +296,6 @@ model::SamplerOptions RequestDefaults::openai_sampling() {
   s.top_p = 1.0f;
   s.min_p = 0.0f;
   return s;
-}
-
-nlohmann::json parse_json_body(std::string_view body) {
-  const auto limit_depth = [](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxJsonDepth)
-      throw bad_request("The JSON body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels.");
-    return true;
-  };
-  json doc;
-  try {
-    doc = json::parse(body.begin(), body.end(), limit_depth);
-  } catch (const json::exception& e) {
-    throw bad_request(std::string("We could not parse the JSON body of your request: ") + e.what());
-  }
-  if (!doc.is_object()) throw bad_request("The JSON body of your request must be an object.");
-  return doc;
 }
 
 ParsedRequest parse_completion_request(const nlohmann::json& body, Endpoint endpoint,

@@ -56,10 +56,6 @@ struct ParsedRequest {
   std::string user;
 };
 
-// Parses `body` as JSON; 400 when it is not valid JSON (invalid UTF-8
-// included), nested deeper than the limit, or not an object.
-nlohmann::json parse_json_body(std::string_view body);
-
 // Validates a parsed body for `endpoint`. A request without a seed gets
 // `random_seed`.
 ParsedRequest parse_completion_request(const nlohmann::json& body, Endpoint endpoint, const RequestDefaults& defaults,

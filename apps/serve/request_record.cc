@@ -6,8 +6,6 @@
 namespace lamina::serve {
 namespace {
 
-thread_local RequestRecord t_record;
-
 // Paths are client-chosen: keep control characters out of the log.
 std::string printable(std::string_view s) {
   std::string out;
@@ -25,10 +23,6 @@ std::string printable(std::string_view s) {
 }
 
 }  // namespace
-
-RequestRecord& current_request() { return t_record; }
-
-void reset_current_request() { t_record = RequestRecord{}; }
 
 std::string format_log_line(const LogLineInput& in, const RequestRecord& record,
                             std::chrono::system_clock::time_point now) {

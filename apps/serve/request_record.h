@@ -1,11 +1,5 @@
-// What the server notes about the request it is serving, for its error
-// body, its metrics and its log line.
-//
-// cpp-httplib serves one request at a time per worker thread and runs a
-// request's routing, handler, streamed body, error handler and logger all on
-// that thread; the record is therefore thread-local. (The error handler is the
-// one place that writes error bodies: cpp-httplib 0.11 clears the body a
-// handler set before it calls the error handler.)
+// What the server notes about a request it serves, for its metrics and its
+// log line. Each exchange on a connection owns one.
 #pragma once
 
 #include <chrono>
@@ -30,10 +24,6 @@ struct RequestRecord {
   std::string finish;               // stop, length, cancelled, error, disconnected
   double first_token_ms = -1.0;
 };
-
-// This worker thread's record; reset() at the start of each request.
-RequestRecord& current_request();
-void reset_current_request();
 
 struct LogLineInput {
   std::string_view method;

@@ -2,15 +2,12 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
+#include <future>
 #include <stdexcept>
 #include <thread>
 
@@ -27,8 +24,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // After SIGINT/SIGTERM and the grace period, cancelled streams get this long
-// to send their last event, and connections this long to close, before the
-// process exits regardless.
+// to send their last event before the connections are closed.
 constexpr auto kCancelGrace = std::chrono::seconds(1);
 
 std::string read_api_key(const std::string& path) {
@@ -55,38 +51,6 @@ int wait_for_signal(const sigset_t& set) {
   return sig;
 }
 
-// serve() on its own thread; the main thread waits for a signal.
-class ServingThread {
- public:
-  explicit ServingThread(HttpServer& server) {
-    thread_ = std::thread([this, &server] {
-      server.serve();
-      {
-        std::lock_guard lock(mutex_);
-        done_ = true;
-      }
-      finished_.notify_all();
-      // Serving ended without being asked to (the listening socket failed): wake the main thread.
-      if (!stopping_.load()) kill(getpid(), SIGTERM);
-    });
-  }
-  ~ServingThread() {
-    if (thread_.joinable()) thread_.join();
-  }
-  void mark_stopping() { stopping_.store(true); }
-  bool wait_done(Clock::duration timeout) {
-    std::unique_lock lock(mutex_);
-    return finished_.wait_for(lock, timeout, [this] { return done_; });
-  }
-
- private:
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
-  std::mutex mutex_;
-  std::condition_variable finished_;
-  bool done_ = false;
-};
-
 std::string model_file_stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
 }  // namespace
@@ -96,7 +60,7 @@ int run_server(AppOptions o) {
   if (o.alias.empty()) o.alias = model_file_stem(o.model_path);
   if (!o.api_key_file.empty()) o.server.api_key = read_api_key(o.api_key_file);
 
-  // Every thread started from here on (engine, compute pool, HTTP workers)
+  // Every thread started from here on (engine, compute pool, HTTP threads)
   // inherits the blocked set, so the signals reach only sigwait() below.
   const sigset_t signals = shutdown_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
@@ -128,47 +92,45 @@ int run_server(AppOptions o) {
   so.model_name = o.alias;
   const bool on_gpu = forward->backend_name().starts_with("CUDA");
   so.system_fingerprint = std::string("lamina-") + LAMINA_VERSION + (on_gpu ? "-cuda" : "-cpu");
-  // A worker per connection: every slot and queued request, and spares for the other routes.
-  if (so.http_threads <= 0) so.http_threads = static_cast<int>(o.n_parallel + o.max_queue + 32);
   ServeContext ctx(*model, engine, chat, metrics, so);
 
-  HttpServer server(ctx);
-  const int port = server.bind();
-  std::fprintf(stderr,
-               "lamina-serve: model %s (%s), %s, context %u tokens x %u slots, queue %u, chat format %s\n"
-               "lamina-serve: listening on http://%s:%d\n",
-               so.model_name.c_str(), o.model_path.c_str(), forward->backend_name().c_str(), engine.n_ctx(),
-               o.n_parallel, o.max_queue, chat.description().c_str(), so.host.c_str(), port);
-  std::fflush(stderr);
-
-  ServingThread serving(server);
-  const int sig = wait_for_signal(signals);
-  serving.mark_stopping();
-  std::fprintf(stderr, "lamina-serve: %s: finishing %u requests in flight (up to %d s)\n",
-               sig == SIGINT ? "SIGINT" : "SIGTERM", ctx.in_flight.count(), o.shutdown_timeout_s);
-  // A second signal ends the process at once.
-  std::thread([signals] {
+  // Everything that can fail is set up before the server says it listens,
+  // the thread that takes the signals included: the first starts the
+  // shutdown, a second ends the process at once.
+  std::promise<int> first_signal;
+  std::future<int> shutdown_signal = first_signal.get_future();
+  std::thread([signals, first = std::move(first_signal)]() mutable {
+    first.set_value(wait_for_signal(signals));
     wait_for_signal(signals);
     std::fprintf(stderr, "lamina-serve: second signal: exiting now\n");
     std::_Exit(1);
   }).detach();
+  HttpServer server(ctx);
+  const int port = server.bind();
+  server.start();
+  std::fprintf(stderr,
+               "lamina-serve: model %s (%s), %s, context %u tokens x %u slots, queue %u, chat format %s\n"
+               "lamina-serve: %s\n"
+               "lamina-serve: listening on http://%s:%d\n",
+               so.model_name.c_str(), o.model_path.c_str(), forward->backend_name().c_str(), engine.n_ctx(),
+               o.n_parallel, o.max_queue, chat.description().c_str(), server.describe().c_str(), so.host.c_str(),
+               port);
+  std::fflush(stderr);
+
+  const int sig = shutdown_signal.get();
+  std::fprintf(stderr, "lamina-serve: %s: finishing %u requests in flight (up to %d s)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", ctx.in_flight.count(), o.shutdown_timeout_s);
 
   server.begin_draining();
   if (!ctx.in_flight.wait_idle(Clock::now() + std::chrono::seconds(o.shutdown_timeout_s))) {
     std::fprintf(stderr, "lamina-serve: cancelling %u requests still running\n", ctx.in_flight.count());
     engine.shutdown(/*finish_running=*/false);
+    // Cancelled streams send their last event; clients that stopped reading are left.
     ctx.in_flight.wait_idle(Clock::now() + kCancelGrace);
   }
+  // No engine callback may reach the connections once they are gone.
+  engine.shutdown(/*finish_running=*/false);
   server.stop();
-  if (!serving.wait_done(kCancelGrace)) {
-    // Nothing is in flight any more, but cpp-httplib waits out the keep-alive
-    // timeout of idle connections (or a worker is stuck writing to a client
-    // that stopped reading): exit without waiting for them.
-    std::fprintf(stderr, "lamina-serve: stopped (left %s)\n",
-                 ctx.in_flight.count() ? "streams that stopped reading" : "idle connections");
-    std::fflush(stderr);
-    std::_Exit(0);
-  }
   std::fprintf(stderr, "lamina-serve: stopped\n");
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "chat_prompt.h"
 #include "lamina/model/engine.h"
@@ -26,8 +27,13 @@ struct ServerOptions {
   std::string model_name;             // the model's id in the API
   std::string system_fingerprint;     // the build and backend, repeated in every response
   std::size_t max_body_bytes = 8u << 20;
-  int timeout_s = 60;                 // a connection's read and write timeout
-  int http_threads = 0;               // 0: enough for every slot, the queue and spare
+  int timeout_s = 60;                 // for a whole request body, and for each write to a client
+  int header_timeout_s = 10;          // for a whole request header, from its first byte
+  int keep_alive_s = 5;               // idle time before a request's first byte
+  int http_threads = 2;               // threads serving connections (asynchronous I/O only)
+  int http_workers = 2;               // threads for work sized by clients (JSON, templates, tokens)
+  uint32_t max_connections = 4096;    // beyond: new connections wait in the kernel's queue
+  std::vector<std::string> cors_origins;  // origins browsers may call from ("*": any); empty: CORS off
   RequestDefaults defaults;
 };
 
@@ -77,13 +83,20 @@ class RandomSource {
 
 struct ServeContext {
   ServeContext(const model::Model& m, model::Engine& e, const ChatPrompter& c, Metrics& mt, ServerOptions o)
-      : model(m), engine(e), chat(c), metrics(mt), options(std::move(o)) {}
+      : model(m),
+        engine(e),
+        chat(c),
+        metrics(mt),
+        options(std::move(o)),
+        max_prompt_bytes(max_text_bytes(m.tokenizer(), e.n_ctx())) {}
 
   const model::Model& model;
   model::Engine& engine;
   const ChatPrompter& chat;
   Metrics& metrics;
   const ServerOptions options;
+  // Longer texts cannot fit the context: they are refused untokenized.
+  const std::size_t max_prompt_bytes;
   const int64_t started = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "api_error.h"
+#include "json_body.h"
 #include "openai_request.h"
 
 namespace lamina::serve {

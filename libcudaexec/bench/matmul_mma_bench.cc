@@ -33,7 +33,7 @@ struct Shape {
 constexpr Shape kShapes[] = {{4096, 4096}, {14336, 4096}, {1024, 4096}, {4096, 14336},
                              {4864, 896},  {896, 896},    {896, 4864},  {128, 896}};
 constexpr uint32_t kRowCounts[] = {1, 8, 32, 64, 128, 512, 2048};
-constexpr const char* kTileNames[] = {"large", "medium", "square", "thin", "small", "tiny"};
+constexpr const char* kTileNames[] = {"large", "medium", "square", "thin", "small", "tiny", "s-tiny", "s-small", "s-thin"};
 static_assert(std::size(kTileNames) == lamina::cudaexec::kMmaTileShapes);
 
 std::vector<uint8_t> weights(QuantFormat format, const Shape& s, std::mt19937& rng) {
@@ -56,7 +56,7 @@ std::vector<uint8_t> weights(QuantFormat format, const Shape& s, std::mt19937& r
 }  // namespace
 
 // With arguments FORMAT N_OUT N_IN ROWS TILE (-1: auto), times that one
-// case only (for profiling one kernel).
+// case only (for profiling one kernel); with FORMAT... alone, those formats.
 int run_one(char** argv) {
   const std::string name = argv[1];
   QuantFormat f = QuantFormat::F32;
@@ -91,6 +91,10 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   std::mt19937 rng(7);
   for (QuantFormat f : kFormats) {
+    // Named formats only, when some are named.
+    bool named = argc == 1;
+    for (int i = 1; i < argc; ++i) named = named || lamina::quant::format_traits(f).name == std::string(argv[i]);
+    if (!named) continue;
     for (const Shape& s : kShapes) {
       if (s.n_in % lamina::quant::format_traits(f).block_elems != 0) continue;
       const std::vector<uint8_t> w = weights(f, s, rng);

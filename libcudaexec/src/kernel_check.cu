@@ -150,7 +150,7 @@ std::vector<uint8_t> check_silu_quantize(quant::QuantFormat weight_format, const
 
 std::vector<float> check_matmul(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in,
                                 const float* x, uint32_t n_rows, const float* bias, const float* residual,
-                                MatmulPath path) {
+                                MatmulPath path, int tile) {
   const std::size_t w_bytes = quant::row_bytes(weight_format, n_in) * n_out;
   DeviceBuffer w_dev(w_bytes + kWeightSlack);
   w_dev.upload(w, w_bytes);
@@ -177,7 +177,7 @@ std::vector<float> check_matmul(quant::QuantFormat weight_format, const void* w,
   args.bias = bias != nullptr ? bias_dev.get<float>() : nullptr;
   args.residual = residual != nullptr ? y_dev.get<float>() : nullptr;
   if (path == MatmulPath::TensorCores) {
-    if (!detail::matmul_mma(args, nullptr)) return {};
+    if (!detail::matmul_mma(args, nullptr, static_cast<detail::MmaTile>(tile + 1))) return {};
   } else {
     detail::matmul(args, nullptr);
   }

@@ -13,7 +13,7 @@ namespace lamina::cudaexec::detail {
 
 // Tile shapes of the tensor-core kernel (matmul_mma_kernel.cuh); Auto picks
 // by the number of rows.
-enum class MmaTile { Auto, Large, Medium, Square, Thin, Small, Tiny };
+enum class MmaTile { Auto, Large, Medium, Square, Thin, Small, Tiny, SplitTiny, SplitSmall, SplitThin };
 
 // Runs args through the tensor-core kernel; false (nothing launched) for a
 // format it does not cover (the float formats).

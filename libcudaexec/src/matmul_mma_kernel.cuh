@@ -34,12 +34,18 @@
 namespace lamina::cudaexec::detail {
 
 // kWarpsM x kWarpsN warps, each kMt m16 tiles (outputs) x kNt n8 tiles
-// (rows); shared memory sized for kBlocksPerSm resident blocks.
-template <int kWarpsM_, int kWarpsN_, int kMt_, int kNt_, int kBlocksPerSm_>
+// (rows); shared memory sized for kBlocksPerSm resident blocks. With
+// kWarpsK > 1 (super-block formats), kWarpsK such slices of warps take
+// consecutive segments: each computes its segment's f32 parts, and the first
+// slice adds them to the totals in segment order, so short batches walk a
+// row kWarpsK times faster with the same bits.
+template <int kWarpsM_, int kWarpsN_, int kMt_, int kNt_, int kBlocksPerSm_, int kWarpsK_ = 1>
 struct MmaConfig {
   static constexpr int kWarpsM = kWarpsM_, kWarpsN = kWarpsN_, kMt = kMt_, kNt = kNt_;
   static constexpr int kBlocksPerSm = kBlocksPerSm_;
-  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kWarpsK = kWarpsK_;
+  static constexpr int kSliceThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kThreads = kSliceThreads * kWarpsK;
   static constexpr int kM = 16 * kMt * kWarpsM;  // outputs per block
   static constexpr int kN = 8 * kNt * kWarpsN;   // activation rows per block
 };
@@ -86,18 +92,19 @@ struct MmaLayout {
   // the exact sums (32-value blocks) or the split sums (super-blocks, 32 B).
   static constexpr int kMetaBytes = kSuper ? C::kN * 4 + (F::kMin ? C::kN * 32 : 0)
                                            : 8 * C::kN * 4 * (F::kMin ? 2 : 1);
-  static constexpr int kStageBytes = (kWBytes + kABytes + kMetaBytes + 127) / 128 * 128;
+  // A stage holds kWarpsK segments, one slot each.
+  static constexpr int kSlotBytes = (kWBytes + kABytes + kMetaBytes + 127) / 128 * 128;
+  static constexpr int kStageBytes = kSlotBytes * C::kWarpsK;
   static constexpr int kStages = std::clamp(225 * 1024 / C::kBlocksPerSm / kStageBytes, 2, 4);
   static constexpr int kSmemBytes = kStages * kStageBytes;
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory of a block");
+  // The parts a slice hands to the first: one f32 per thread and output
+  // pair, consecutive threads adjacent, over the weights and activations of
+  // the slice's own (finished) slot; its scales stay for the first slice.
+  static constexpr int kParts = C::kMt * C::kNt * 4;
+  static_assert(C::kWarpsK == 1 || kSuper, "only super-block formats split segments over warps");
+  static_assert(C::kWarpsK == 1 || kParts * C::kSliceThreads * 4 <= kWBytes + kABytes, "the parts fit their slot");
 };
-
-// The int -> f32 conversion of an MMA sum started at kFloatMagicBits: the
-// float whose bits are 0x4B400000 + x is 1.5 * 2^23 + x, exact for
-// |x| < 2^22, so this equals __int2float_rn(x).
-inline constexpr int kFloatMagicBits = 0x4B400000;
-__device__ __forceinline__ float exact_float_biased(int biased) {
-  return __fsub_rn(__int_as_float(biased), 12582912.0f);
-}
 
 // Chooses among N values by a run-time index without local memory.
 template <int N>
@@ -169,12 +176,19 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
 
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31, warp = tid >> 5, gid = lane >> 2, tig = lane & 3;
-  const int wm = warp % C::kWarpsM, wn = warp / C::kWarpsM;
+  // The slice (segment wk of each group) and the warp's place in it.
+  const int wk = C::kWarpsK == 1 ? 0 : warp / (C::kWarpsM * C::kWarpsN);
+  const int slice_tid = C::kWarpsK == 1 ? tid : tid % C::kSliceThreads;
+  const int slice_warp = slice_tid >> 5;
+  const int wm = slice_warp % C::kWarpsM, wn = slice_warp / C::kWarpsM;
   const uint32_t o0 = blockIdx.x * C::kM, r0 = blockIdx.y * C::kN;
   const uint32_t n_seg = (p.n_in + kSegmentValues - 1) / kSegmentValues;
+  const uint32_t n_groups = (n_seg + C::kWarpsK - 1) / C::kWarpsK;
   const uint32_t n_blocks32 = p.n_in / 32;
 
-  auto stage_base = [&](uint32_t seg) { return smem + (seg % L::kStages) * L::kStageBytes; };
+  auto stage_base = [&](uint32_t seg) {
+    return smem + (seg / C::kWarpsK % L::kStages) * L::kStageBytes + (seg % C::kWarpsK) * L::kSlotBytes;
+  };
 
   auto issue_weights = [&](uint32_t seg) {
     uint8_t* dst = stage_base(seg);
@@ -222,13 +236,23 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
     }
   };
 
+  // Group g: segments g * kWarpsK .. + kWarpsK - 1 (those that exist).
+  auto issue_group_weights = [&](uint32_t g) {
+#pragma unroll
+    for (int k = 0; k < C::kWarpsK; ++k)
+      if (g * C::kWarpsK + k < n_seg) issue_weights(g * C::kWarpsK + k);
+  };
+  auto issue_group_acts = [&](uint32_t g) {
+#pragma unroll
+    for (int k = 0; k < C::kWarpsK; ++k)
+      if (g * C::kWarpsK + k < n_seg) issue_acts(g * C::kWarpsK + k);
+  };
   // The weights are never written by a kernel: their first stages load
   // while the previous kernel (the activations' producer) still runs.
-  for (int s = 0; s < L::kStages - 1; ++s)
-    if (static_cast<uint32_t>(s) < n_seg) issue_weights(s);
+  for (int s = 0; s < L::kStages - 1; ++s) issue_group_weights(s);
   wait_for_prior_kernels();
   for (int s = 0; s < L::kStages - 1; ++s) {
-    if (static_cast<uint32_t>(s) < n_seg) issue_acts(s);
+    issue_group_acts(s);
     cp_async_commit();
   }
 
@@ -250,14 +274,15 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
   float total[kMt][kNt][4];
   fill_tile(total, -0.0f);
 
-  for (uint32_t seg = 0; seg < n_seg; ++seg) {
+  for (uint32_t g = 0; g < n_groups; ++g) {
     cp_async_wait<L::kStages - 2>();
     __syncthreads();
-    if (seg + L::kStages - 1 < n_seg) {
-      issue_weights(seg + L::kStages - 1);
-      issue_acts(seg + L::kStages - 1);
+    if (g + L::kStages - 1 < n_groups) {
+      issue_group_weights(g + L::kStages - 1);
+      issue_group_acts(g + L::kStages - 1);
     }
     cp_async_commit();
+    const uint32_t seg = g * C::kWarpsK + wk;
 
     const uint8_t* wtile = stage_base(seg);
     const uint8_t* atile = wtile + L::kWBytes + col0 * L::kAStride;
@@ -287,6 +312,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
           F::template word<SharedMem>(blk0, tig, a0, a2);
           F::template word<SharedMem>(blk1, tig, a1, a3);
           const float dw[2] = {F::template scale<SharedMem>(blk0), F::template scale<SharedMem>(blk1)};
+          const float offset[2] = {block_dot_offset(dw[0]), block_dot_offset(dw[1])};
           const float mw[2] = {F::template min_value<SharedMem>(blk0), F::template min_value<SharedMem>(blk1)};
 #pragma unroll
           for (int nt = 0; nt < kNt; ++nt) {
@@ -296,20 +322,17 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
             mma_s8_k32(acc, a0, a1, a2, a3, bf[nt][0], bf[nt][1]);
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-              const float a_scale = (i & 1) ? da.y : da.x;
-              const float fdot = exact_float_biased(acc[i]);
-              float& t = total[mt][nt][i];
+              float u = block_scaled_dot(acc[i], dw[i >> 1], offset[i >> 1]);
               if constexpr (F::kMin) {
-                const float fsum = __int2float_rn(sum_meta[b * C::kN + col + (i & 1)]);
-                t = block_step_min(t, fdot, dw[i >> 1], a_scale, fsum, mw[i >> 1]);
-              } else {
-                t = block_step(t, fdot, dw[i >> 1], a_scale);
+                const int sum = sum_meta[b * C::kN + col + (i & 1)];
+                u = block_scaled_dot_min(u, exact_float_biased(kFloatMagicBits + sum), mw[i >> 1]);
               }
+              total[mt][nt][i] = block_step(total[mt][nt][i], u, (i & 1) ? da.y : da.x);
             }
           }
         }
       }
-    } else {
+    } else if (C::kWarpsK == 1 || seg < n_seg) {
       // Super-block: integer sums over every sub-block, then one f32 term.
       int isum[kMt][kNt][4];
       fill_tile(isum, 0);
@@ -379,14 +402,51 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
             const float part = F::kMin ? superblock_part_min(isum[mt][nt][i], exact_float_biased(msum[i]),
                                                              d[i >> 1], dmin[i >> 1])
                                        : superblock_part(isum[mt][nt][i], d[i >> 1]);
-            total[mt][nt][i] = superblock_step(total[mt][nt][i], part, a_scale);
+            // The other slices keep their part where the first keeps totals.
+            total[mt][nt][i] = wk == 0 ? superblock_step(total[mt][nt][i], part, a_scale) : part;
           }
+        }
+      }
+    }
+    if constexpr (C::kWarpsK > 1) {
+      // The first slice adds the other slices' parts in segment order.
+      __syncthreads();  // every slice is done reading its slot
+      if (wk != 0 && seg < n_seg) {
+        float* parts = reinterpret_cast<float*>(stage_base(seg));
+#pragma unroll
+        for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < kNt; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              parts[((mt * kNt + nt) * 4 + i) * C::kSliceThreads + slice_tid] = total[mt][nt][i];
+      }
+      __syncthreads();
+      if (wk == 0) {
+#pragma unroll
+        for (int k = 1; k < C::kWarpsK; ++k) {
+          const uint32_t seg_k = g * C::kWarpsK + k;
+          if (seg_k >= n_seg) break;
+          const float* parts = reinterpret_cast<const float*>(stage_base(seg_k));
+          const float* da_meta = reinterpret_cast<const float*>(stage_base(seg_k) + L::kWBytes + L::kABytes);
+#pragma unroll
+          for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < kNt; ++nt) {
+              const float2 da = *reinterpret_cast<const float2*>(da_meta + col0 + nt * 8 + 2 * tig);
+#pragma unroll
+              for (int i = 0; i < 4; ++i) {
+                const float part = parts[((mt * kNt + nt) * 4 + i) * C::kSliceThreads + slice_tid];
+                total[mt][nt][i] = superblock_step(total[mt][nt][i], part, (i & 1) ? da.y : da.x);
+              }
+            }
         }
       }
     }
   }
   cp_async_wait<0>();
   release_next_kernel();
+  if (wk != 0) return;
 
 #pragma unroll
   for (int mt = 0; mt < kMt; ++mt) {
@@ -448,17 +508,43 @@ using MmaTileSquare = MmaConfig<2, 2, 2, 4, 2>;  // 64 x 64, 2 blocks per SM
 using MmaTileThin = MmaConfig<2, 2, 1, 4, 3>;    // 32 x 64, 3 blocks per SM
 using MmaTileSmall = MmaConfig<4, 1, 1, 2, 3>;   // 64 x 16
 using MmaTileTiny = MmaConfig<4, 1, 1, 1, 3>;    // 64 x 8
+// Segments split over 4 slices of warps (super-block formats), for short
+// batches whose blocks would otherwise walk long rows alone.
+using MmaTileSplitTiny = MmaConfig<2, 1, 2, 1, 1, 4>;   // 64 x 8, 4 slices of 2 warps
+using MmaTileSplitSmall = MmaConfig<2, 1, 2, 4, 1, 4>;  // 64 x 32
+using MmaTileSplitThin = MmaConfig<1, 2, 2, 4, 1, 4>;   // 32 x 64
 
-// Picks the tile: the most efficient one (outputs x rows per SM and
-// second, measured on an H100 with Q4_K, times the share of its rows in
-// use) among those that give three quarters of the SMs a block; without
-// such a tile, the one with the most blocks.
-MmaTile choose_mma_tile(uint32_t n_out, uint32_t n_rows);
+// Picks the tile. Formats of 16-value sub-blocks (Q2_K, Q3_K, Q6_K: two
+// k16 steps per 32 values, so a block's walk along a row is slow) at up to
+// 64 rows: the shortest estimated critical path (waves x the block's walk,
+// measured per shape on an H100 with Q6_K). Otherwise the most efficient
+// unsplit shape (outputs x rows per SM and second, measured with Q4_K, times
+// the share of its rows in use) among those that give three quarters of the
+// SMs a block; without such a tile, the one with the most blocks.
+MmaTile choose_mma_tile(uint32_t n_out, uint32_t n_rows, uint32_t n_in, bool sub16);
 
 template <class F>
 void launch_matmul_mma_format(const MatmulArgs& args, MmaTile tile, cudaStream_t stream) {
   if (args.n_out == 0 || args.n_rows == 0) return;
-  if (tile == MmaTile::Auto) tile = choose_mma_tile(args.n_out, args.n_rows);
+  if (tile == MmaTile::Auto) {
+    bool sub16 = false;
+    if constexpr (kIsSuperBlock<F>) sub16 = F::kSubValues == 16;
+    tile = choose_mma_tile(args.n_out, args.n_rows, args.n_in, sub16);
+  }
+  if constexpr (kIsSuperBlock<F>) {
+    switch (tile) {
+      case MmaTile::SplitTiny: launch_matmul_mma_tile<F, MmaTileSplitTiny>(args, stream); return;
+      case MmaTile::SplitSmall: launch_matmul_mma_tile<F, MmaTileSplitSmall>(args, stream); return;
+      case MmaTile::SplitThin: launch_matmul_mma_tile<F, MmaTileSplitThin>(args, stream); return;
+      default: break;
+    }
+  } else {
+    // The 32-value formats keep one f32 chain through every block: their
+    // nearest unsplit shapes.
+    if (tile == MmaTile::SplitTiny) tile = MmaTile::Tiny;
+    if (tile == MmaTile::SplitSmall) tile = MmaTile::Small;
+    if (tile == MmaTile::SplitThin) tile = MmaTile::Thin;
+  }
   switch (tile) {
     case MmaTile::Large: launch_matmul_mma_tile<F, MmaTileLarge>(args, stream); break;
     case MmaTile::Medium: launch_matmul_mma_tile<F, MmaTileMedium>(args, stream); break;

@@ -65,16 +65,6 @@ struct MatvecParams {
   const float* residual = nullptr;
 };
 
-// acc + w * d_w * d_a, the scaling of one unit's exact integer sum.
-__device__ __forceinline__ float add_scaled(float acc, int isum, float dw, float da) {
-  return __fadd_rn(acc, __fmul_rn(__int2float_rn(isum), __fmul_rn(dw, da)));
-}
-// acc + (isum * d_w - msum * dmin_w) * d_a for the formats with minima.
-__device__ __forceinline__ float add_scaled_mins(float acc, int isum, float dw, int msum, float dmin, float da) {
-  const float mins = __fmul_rn(__int2float_rn(msum), __fmul_rn(dmin, da));
-  return __fadd_rn(acc, __fsub_rn(__fmul_rn(__int2float_rn(isum), __fmul_rn(dw, da)), mins));
-}
-
 // K: a format's unit kernel, with
 //   static void accumulate<R>(const uint8_t* wrow, uint32_t unit, const ActRows&, int nr, float (&acc)[R])
 // adding the unit's contribution for activation rows 0 .. nr - 1 (nr <= R).

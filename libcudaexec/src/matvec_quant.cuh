@@ -2,10 +2,10 @@
 // contract of weight_formats.cuh, so each output has the bits the
 // tensor-core kernel gives it in a batch of any size.
 //
-// One warp per output row. 32-value block formats: lane l takes block
-// b0 + l of each step of 32 blocks, computes its exact integer dot and its
-// scale product, and the chain then runs through the step's blocks in order
-// (every lane, from the terms in shared memory). Super-block formats: the lanes of a super-block each take a work
+// One warp per output row. 32-value block formats: lane l takes blocks
+// b0 + l, b0 + 32 + l, .. of each step of 32 * kMatvecBatch blocks, computes
+// their scaled dots, and the chain then runs through the step's blocks in
+// order (every lane, from the terms in shared memory). Super-block formats: the lanes of a super-block each take a work
 // unit (the layout's natural 16-byte slice), their integer sums are added
 // exactly across those lanes, and the super-blocks join the total in order.
 #pragma once
@@ -43,9 +43,9 @@ inline constexpr int kMatvecBatch = 4;
 
 template <class F>
 __global__ void __launch_bounds__(kMatvecWarps * 32) matvec_q32_kernel(const MatvecParams p) {
-  // Per warp, the (dot, scale product[, sum, minimum product]) of each
-  // block of a step, for the chain that runs through them in order.
-  __shared__ float4 terms[kMatvecWarps][32];
+  // Per warp, the (scaled dot, activation scale) of each block of a step,
+  // for the chain that runs through them in order.
+  __shared__ float2 terms[kMatvecWarps][32 * kMatvecBatch];
   const int lane = static_cast<int>(threadIdx.x & 31u);
   const int warp = static_cast<int>(threadIdx.x >> 5);
   const uint32_t o = blockIdx.x * kMatvecWarps + warp;
@@ -57,18 +57,16 @@ __global__ void __launch_bounds__(kMatvecWarps * 32) matvec_q32_kernel(const Mat
 
   float total = -0.0f;
   for (uint32_t base = 0; base < n_blocks; base += 32 * kMatvecBatch) {
-    float4 t[kMatvecBatch];
 #pragma unroll
     for (int j = 0; j < kMatvecBatch; ++j) {
       const uint32_t b = base + 32 * j + static_cast<uint32_t>(lane);
-      t[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (b < n_blocks) {
         const uint8_t* blk = wrow + b * F::kBlockBytes;
         const int4 a_lo = act.qs16(0, 32 * b);
         const int4 a_hi = act.qs16(0, 32 * b + 16);
         const int a_lo_w[4] = {a_lo.x, a_lo.y, a_lo.z, a_lo.w};
         const int a_hi_w[4] = {a_hi.x, a_hi.y, a_hi.z, a_hi.w};
-        int dot = 0;
+        int dot = kFloatMagicBits;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
           uint32_t lo, hi;
@@ -76,28 +74,24 @@ __global__ void __launch_bounds__(kMatvecWarps * 32) matvec_q32_kernel(const Mat
           dot = __dp4a(static_cast<int>(lo), a_lo_w[k], dot);
           dot = __dp4a(static_cast<int>(hi), a_hi_w[k], dot);
         }
-        const float da = act.scale(0, b);
-        t[j].x = __int2float_rn(dot);
-        t[j].y = __fmul_rn(F::template scale<GlobalMem>(blk), da);
+        const float dw = F::template scale<GlobalMem>(blk);
+        float u = block_scaled_dot(dot, dw, block_dot_offset(dw));
         if constexpr (F::kMin) {
-          t[j].z = __int2float_rn(act.sum(0, b));
-          t[j].w = __fmul_rn(F::template min_value<GlobalMem>(blk), da);
+          u = block_scaled_dot_min(u, exact_float_biased(kFloatMagicBits + act.sum(0, b)),
+                                   F::template min_value<GlobalMem>(blk));
         }
+        terms[warp][32 * j + lane] = make_float2(u, act.scale(0, b));
       }
     }
-#pragma unroll
-    for (int j = 0; j < kMatvecBatch; ++j) {
-      const uint32_t b0 = base + 32 * j;
-      if (b0 >= n_blocks) break;
-      __syncwarp();
-      terms[warp][lane] = t[j];
-      __syncwarp();
-      const uint32_t n = min(32u, n_blocks - b0);
-      for (uint32_t i = 0; i < n; ++i) {
-        const float4 e = terms[warp][i];
-        total = F::kMin ? block_step_min_scaled(total, e.x, e.y, e.z, e.w) : block_step_scaled(total, e.x, e.y);
-      }
+    __syncwarp();
+    // The chain through the step's blocks in order (every lane runs it).
+    const uint32_t n = min(32u * kMatvecBatch, n_blocks - base);
+#pragma unroll 8
+    for (uint32_t i = 0; i < n; ++i) {
+      const float2 e = terms[warp][i];
+      total = block_step(total, e.x, e.y);
     }
+    __syncwarp();
   }
   if (lane == 0) matvec_store(p, o, total);
 }

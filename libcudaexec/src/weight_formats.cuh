@@ -5,8 +5,9 @@
 // The contract, per output (activation row r, weight row o):
 //   total = -0
 //   32-value block formats: for each block b in increasing order:
-//     total = block_step(total, b)   (one fused multiply-add from the
-//     block's exact integer dot with the activations)
+//     total = block_step(total, b)   (the block's exact integer dot with
+//     the activations times the weight scale, rounded once, then one fused
+//     multiply-add with the activation scale)
 //   super-block formats: for each super-block (a 256-value segment) in
 //     increasing order: total = superblock_step(total, ...), from its exact
 //     integer sums over all its sub-blocks (sub-block scales applied in
@@ -61,20 +62,29 @@ struct SharedMem {
 
 // ---- the f32 steps (shared by both kernels) ----
 
-// A 32-value block: seg + dot * (d_w * d_a); the _scaled forms take the
-// product d_w * d_a (as __fmul_rn made it) where a kernel has it already.
-__device__ __forceinline__ float block_step_scaled(float seg, float fdot, float dwda) {
-  return __fmaf_rn(fdot, dwda, seg);
+// A 32-value block: its dot scaled by the weight scale d_w first, rounded
+// once, then total + that * d_a (fused): two f32 operations per output and
+// block in the tensor-core kernel. The integer dot arrives biased by
+// kFloatMagicBits (the MMA or dp4a sum starts there): the float with bits
+// 0x4B400000 + x is 1.5 * 2^23 + x, exact for |x| < 2^22, and
+// fma(that, d_w, -1.5 * 2^23 * d_w) is dot * d_w rounded once, because the
+// offset is exact (d_w is an f16 value: 13 significant bits in all).
+inline constexpr int kFloatMagicBits = 0x4B400000;
+inline constexpr float kFloatMagic = 12582912.0f;  // 1.5 * 2^23
+__device__ __forceinline__ float exact_float_biased(int biased) {
+  return __fsub_rn(__int_as_float(biased), kFloatMagic);
 }
-__device__ __forceinline__ float block_step(float seg, float fdot, float dw, float da) {
-  return block_step_scaled(seg, fdot, __fmul_rn(dw, da));
+__device__ __forceinline__ float block_dot_offset(float dw) { return __fmul_rn(-kFloatMagic, dw); }
+__device__ __forceinline__ float block_scaled_dot(int biased_dot, float dw, float offset) {
+  return __fmaf_rn(__int_as_float(biased_dot), dw, offset);
 }
-// With a minimum m_w: the block's activation sum times m_w * d_a first.
-__device__ __forceinline__ float block_step_min_scaled(float seg, float fdot, float dwda, float fsum, float mwda) {
-  return __fmaf_rn(fdot, dwda, __fmaf_rn(fsum, mwda, seg));
+// With a minimum m_w: the block's exact activation sum times m_w added
+// (fused) to the scaled dot.
+__device__ __forceinline__ float block_scaled_dot_min(float scaled_dot, float fsum, float mw) {
+  return __fmaf_rn(fsum, mw, scaled_dot);
 }
-__device__ __forceinline__ float block_step_min(float seg, float fdot, float dw, float da, float fsum, float mw) {
-  return block_step_min_scaled(seg, fdot, __fmul_rn(dw, da), fsum, __fmul_rn(mw, da));
+__device__ __forceinline__ float block_step(float total, float scaled_dot, float da) {
+  return __fmaf_rn(scaled_dot, da, total);
 }
 // A super-block: total + x * d_a with x = isum * d, or x = isum * d - msum *
 // dmin for the formats with minima (the subtraction fused), and the last
@@ -91,6 +101,13 @@ __device__ __forceinline__ float superblock_step(float total, float part, float 
 
 __device__ __forceinline__ uint32_t lo_nibbles(uint32_t w) { return w & 0x0F0F0F0Fu; }
 __device__ __forceinline__ uint32_t hi_nibbles(uint32_t w) { return (w >> 4) & 0x0F0F0F0Fu; }
+// Every byte of v minus K, as int8 (each byte of v below 0x80 + K): adding
+// 0x80 - K carries into no other byte, and flipping bit 7 takes 0x80 back.
+template <uint32_t K>
+__device__ __forceinline__ uint32_t sub_bytes(uint32_t v) {
+  static_assert(K >= 1 && K <= 0x80);
+  return (v + (0x80u - K) * 0x01010101u) ^ 0x80808080u;
+}
 
 // Sub-block s's scale from the packed signed bytes of sub_scales (s known
 // at compile time in the kernels' unrolled loops; a run-time s selects
@@ -125,8 +142,8 @@ struct FmtQ4_0 : Block32Base<quant::QuantFormat::Q4_0, false> {
   template <class M>
   __device__ static void word(const uint8_t* blk, int k, uint32_t& lo, uint32_t& hi) {
     const uint32_t w = M::u32_a2(blk + 2 + 4 * k);
-    lo = __vsub4(lo_nibbles(w), 0x08080808u);
-    hi = __vsub4(hi_nibbles(w), 0x08080808u);
+    lo = sub_bytes<0x08u>(lo_nibbles(w));
+    hi = sub_bytes<0x08u>(hi_nibbles(w));
   }
 };
 
@@ -146,8 +163,8 @@ struct FmtQ5_0 : Block32Base<quant::QuantFormat::Q5_0, false> {
   __device__ static void word(const uint8_t* blk, int k, uint32_t& lo, uint32_t& hi) {
     const uint32_t qh = M::u32_a2(blk + 2);  // bit j: bit 4 of value j
     const uint32_t w = M::u32_a2(blk + 6 + 4 * k);
-    lo = __vsub4(lo_nibbles(w) | spread_bits_to_bit4(qh >> (4 * k)), 0x10101010u);
-    hi = __vsub4(hi_nibbles(w) | spread_bits_to_bit4(qh >> (16 + 4 * k)), 0x10101010u);
+    lo = sub_bytes<0x10u>(lo_nibbles(w) | spread_bits_to_bit4(qh >> (4 * k)));
+    hi = sub_bytes<0x10u>(hi_nibbles(w) | spread_bits_to_bit4(qh >> (16 + 4 * k)));
   }
 };
 
@@ -248,7 +265,7 @@ struct FmtQ3_K : NoMinima {
     const uint32_t h = M::u32_a2(blk + l0);
     const uint32_t low = (q >> (2 * j)) & 0x03030303u;
     const uint32_t high = ((h >> (4 * n + j)) & 0x01010101u) << 2;
-    lo = __vsub4(low | high, 0x04040404u);
+    lo = sub_bytes<0x04u>(low | high);
     hi = 0;
   }
   // Scale s: low 4 bits in the low (s < 8) or high nibble of byte s % 8,
@@ -256,10 +273,10 @@ struct FmtQ3_K : NoMinima {
   template <class M>
   __device__ static void sub_scales(const uint8_t* blk, uint32_t (&w)[4]) {
     const uint32_t s0 = M::u32_a2(blk + 96), s1 = M::u32_a2(blk + 100), s2 = M::u32_a2(blk + 104);
-    w[0] = __vsub4(lo_nibbles(s0) | ((s2 & 0x03030303u) << 4), 0x20202020u);
-    w[1] = __vsub4(lo_nibbles(s1) | (((s2 >> 2) & 0x03030303u) << 4), 0x20202020u);
-    w[2] = __vsub4(hi_nibbles(s0) | (((s2 >> 4) & 0x03030303u) << 4), 0x20202020u);
-    w[3] = __vsub4(hi_nibbles(s1) | (((s2 >> 6) & 0x03030303u) << 4), 0x20202020u);
+    w[0] = sub_bytes<0x20u>(lo_nibbles(s0) | ((s2 & 0x03030303u) << 4));
+    w[1] = sub_bytes<0x20u>(lo_nibbles(s1) | (((s2 >> 2) & 0x03030303u) << 4));
+    w[2] = sub_bytes<0x20u>(hi_nibbles(s0) | (((s2 >> 4) & 0x03030303u) << 4));
+    w[3] = sub_bytes<0x20u>(hi_nibbles(s1) | (((s2 >> 6) & 0x03030303u) << 4));
   }
   template <class M>
   __device__ static float d(const uint8_t* blk) { return half_bits_to_float(M::u16(blk + 108)); }
@@ -330,7 +347,7 @@ struct FmtQ6_K : NoMinima {
     const uint32_t ql = M::u32_a2(blk + 64 * n + 32 * (j & 1) + l0);
     const uint32_t qh = M::u32_a2(blk + 128 + 32 * n + l0);
     const uint32_t v = ((ql >> (4 * (j >> 1))) & 0x0F0F0F0Fu) | (((qh >> (2 * j)) & 0x03030303u) << 4);
-    lo = __vsub4(v, 0x20202020u);
+    lo = sub_bytes<0x20u>(v);
     hi = 0;
   }
   template <class M>
@@ -366,7 +383,7 @@ struct FmtIQ4_XS : NoMinima {
     for (int i = 0; i < 2; ++i) {
       const uint32_t h = high >> (8 * i);  // 2-bit fields of sub-blocks 4i .. 4i + 3
       const uint32_t spread = (h & 0x3u) | ((h & 0xCu) << 6) | ((h & 0x30u) << 12) | ((h & 0xC0u) << 18);
-      w[i] = __vsub4(__byte_perm(lo, hi, i == 0 ? 0x5140u : 0x7362u) | (spread << 4), 0x20202020u);
+      w[i] = sub_bytes<0x20u>(__byte_perm(lo, hi, i == 0 ? 0x5140u : 0x7362u) | (spread << 4));
     }
     w[2] = w[3] = 0;
   }

@@ -1,8 +1,8 @@
 // The tensor-core matmul (taken for two or more activation rows) against
 // the one-row matvec and against itself at other row counts: every output
 // bit-identical whichever kernel and tile computed it, so a sequence's
-// results do not depend on how many rows share its launch. Row counts
-// 200 / 40 / 12 / 5 take the large, medium, small and tiny tiles.
+// results do not depend on how many rows share its launch, nor on the tile
+// shape (each forced in turn, the split-segment ones included).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -122,6 +122,24 @@ TEST_P(MmaMatmulTest, RowAloneMatches) {
                                                     1, nullptr, nullptr, MatmulPath::TensorCores);
     EXPECT_EQ(std::memcmp(one_mma.data(), all.data() + size_t{r} * s.n_out, s.n_out * sizeof(float)), 0)
         << test::format_name(format()) << ": row " << r << " alone on the tensor cores differs";
+  }
+}
+
+// Every tile shape, forced, gives the automatic choice's bits: 5 segments
+// (a partial group of the split shapes) and rows across their tiles.
+TEST_P(MmaMatmulTest, EveryTileBitIdentical) {
+  const Shape s{200, 1280, 70};
+  const std::vector<uint8_t> w = test::quantized_weight_bytes(format(), s.n_out, s.n_in, rng_);
+  const std::vector<float> x = test::random_rows(s.n_rows, s.n_in, rng_);
+  const std::vector<float> want =
+      check_matmul(format(), w.data(), s.n_out, s.n_in, x.data(), s.n_rows, nullptr, nullptr, MatmulPath::TensorCores);
+  ASSERT_EQ(want.size(), size_t{s.n_out} * s.n_rows);
+  for (int tile = 0; tile < kMmaTileShapes; ++tile) {
+    const std::vector<float> got = check_matmul(format(), w.data(), s.n_out, s.n_in, x.data(), s.n_rows, nullptr,
+                                                nullptr, MatmulPath::TensorCores, tile);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+        << test::format_name(format()) << ": tile shape " << tile << " differs";
   }
 }
 

@@ -468,9 +468,13 @@ float reference_order_dot(QuantFormat f, const uint8_t* w, const float* x, uint3
     }
     for (uint32_t b = 8 * seg; b < std::min(8 * seg + 8, n / 32); ++b) {
       const IntBlock blk = int_block(f, w, b);
-      const float fdot = static_cast<float>(a.dot(blk.q, 32 * b, 32));
-      if (has_minimum(f)) total = std::fma(static_cast<float>(a.sum(32 * b, 32)), blk.m * a.d[b], total);
-      total = std::fma(fdot, blk.d * a.d[b], total);
+      // The dot times d_w rounded once (the kernels reach it through the
+      // exact biased float 1.5 * 2^23 + dot), then fused with d_a.
+      constexpr float kMagic = 12582912.0f;
+      const float biased = kMagic + static_cast<float>(a.dot(blk.q, 32 * b, 32));
+      float u = std::fma(biased, blk.d, -kMagic * blk.d);
+      if (has_minimum(f)) u = std::fma(static_cast<float>(a.sum(32 * b, 32)), blk.m, u);
+      total = std::fma(u, a.d[b], total);
     }
   }
   return total;

@@ -39,10 +39,11 @@ enum class MatmulPath { Auto, TensorCores };
 // y[r * n_out + o] = dot(weight row o, x row r) through the GPU matmul (with
 // the activations quantized on the GPU). Optional bias[n_out] and
 // residual[n_rows * n_out] (added in place: the kernel gets residual == y).
-// With MatmulPath::TensorCores, empty for a format that kernel lacks.
+// With MatmulPath::TensorCores, empty for a format that kernel lacks; `tile`
+// (0 .. kMmaTileShapes - 1) then forces a tile shape, -1 lets it pick.
 std::vector<float> check_matmul(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in,
                                 const float* x, uint32_t n_rows, const float* bias = nullptr,
-                                const float* residual = nullptr, MatmulPath path = MatmulPath::Auto);
+                                const float* residual = nullptr, MatmulPath path = MatmulPath::Auto, int tile = -1);
 
 // One matrix of check_matmul_group.
 struct CheckMatrix {
@@ -71,7 +72,7 @@ double time_matvec_us(quant::QuantFormat weight_format, const void* w, uint32_t 
 // Timing of matmul() with n_rows activation rows, as time_matvec_us. `tile`
 // forces a tensor-core tile shape (0 .. kMmaTileShapes - 1, in the order
 // the benchmark names them; -1: the one matmul() picks), for choosing among them.
-inline constexpr int kMmaTileShapes = 6;
+inline constexpr int kMmaTileShapes = 9;
 double time_matmul_us(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in,
                       uint32_t n_rows, int reps, int tile = -1);
 

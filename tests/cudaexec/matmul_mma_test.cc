@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lamina/cudaexec/kernel_check.h"
@@ -77,6 +78,17 @@ void expect_bit_identical(QuantFormat format, const std::vector<uint8_t>& w, con
 class MmaMatmulTest : public ::testing::TestWithParam<QuantFormat> {
  protected:
   QuantFormat format() const { return GetParam(); }
+  // Quantized weights and activation rows of shape s.
+  std::pair<std::vector<uint8_t>, std::vector<float>> inputs(const Shape& s) {
+    std::vector<uint8_t> w = test::quantized_weight_bytes(format(), s.n_out, s.n_in, rng_);
+    return {std::move(w), test::random_rows(s.n_rows, s.n_in, rng_)};
+  }
+  // All rows of s at once on the tensor cores (tile -1: the automatic choice).
+  std::vector<float> all_rows(const std::vector<uint8_t>& w, const Shape& s, const std::vector<float>& x,
+                              int tile = -1) const {
+    return check_matmul(format(), w.data(), s.n_out, s.n_in, x.data(), s.n_rows, nullptr, nullptr,
+                        MatmulPath::TensorCores, tile);
+  }
   std::mt19937 rng_{4321u + static_cast<uint32_t>(GetParam())};
 };
 
@@ -109,10 +121,8 @@ TEST_P(MmaMatmulTest, BitIdenticalOnRandomBits) {
 // same row of a many-row tensor-core launch.
 TEST_P(MmaMatmulTest, RowAloneMatches) {
   const Shape s{100, 1280, 80};
-  const std::vector<uint8_t> w = test::quantized_weight_bytes(format(), s.n_out, s.n_in, rng_);
-  const std::vector<float> x = test::random_rows(s.n_rows, s.n_in, rng_);
-  const std::vector<float> all =
-      check_matmul(format(), w.data(), s.n_out, s.n_in, x.data(), s.n_rows, nullptr, nullptr, MatmulPath::TensorCores);
+  const auto [w, x] = inputs(s);
+  const std::vector<float> all = all_rows(w, s, x);
   ASSERT_EQ(all.size(), size_t{s.n_out} * s.n_rows);
   for (uint32_t r : {0u, 17u, 79u}) {
     const std::vector<float> one = check_matmul(format(), w.data(), s.n_out, s.n_in, x.data() + size_t{r} * s.n_in, 1);
@@ -129,14 +139,11 @@ TEST_P(MmaMatmulTest, RowAloneMatches) {
 // (a partial group of the split shapes) and rows across their tiles.
 TEST_P(MmaMatmulTest, EveryTileBitIdentical) {
   const Shape s{200, 1280, 70};
-  const std::vector<uint8_t> w = test::quantized_weight_bytes(format(), s.n_out, s.n_in, rng_);
-  const std::vector<float> x = test::random_rows(s.n_rows, s.n_in, rng_);
-  const std::vector<float> want =
-      check_matmul(format(), w.data(), s.n_out, s.n_in, x.data(), s.n_rows, nullptr, nullptr, MatmulPath::TensorCores);
+  const auto [w, x] = inputs(s);
+  const std::vector<float> want = all_rows(w, s, x);
   ASSERT_EQ(want.size(), size_t{s.n_out} * s.n_rows);
   for (int tile = 0; tile < kMmaTileShapes; ++tile) {
-    const std::vector<float> got = check_matmul(format(), w.data(), s.n_out, s.n_in, x.data(), s.n_rows, nullptr,
-                                                nullptr, MatmulPath::TensorCores, tile);
+    const std::vector<float> got = all_rows(w, s, x, tile);
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
         << test::format_name(format()) << ": tile shape " << tile << " differs";

@@ -2,20 +2,38 @@
 // dispatched to the best target once per call). Each has the numerics of the
 // plain loop it replaces, noted below; the scalar forms live beside them in
 // vector_kernels.cc and the tests compare the two on every target.
+//
+// The attention loops read KV rows as f32 or as f16 (IEEE binary16 bits, as
+// the cache stores them); f16 is widened in registers, exactly, so a row
+// gives the same result in either form once rounded to f16.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace lamina::model::cpu {
 
-// sum a[i] * b[i] in double: 8 interleaved partial sums (element i into sum
-// i % 8, products and additions rounded separately), then added in order
-// 0..7. Bit-identical on every target.
-double dot_f64(const float* a, const float* b, std::size_t n);
+// out[r] = sum a[i] * row_r[i] in double, row_r = rows + r * stride, for
+// r < n_rows: 8 interleaved partial sums (element i into sum i % 8, products
+// and additions rounded separately), then added in order 0..7. Bit-identical
+// on every target and whatever n_rows.
+void dot_rows_f64(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                  double* out);
+void dot_rows_f64(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                  double* out);
 
-// acc[i] += p * x[i] in double (product and addition rounded separately).
-// Bit-identical on every target.
-void add_scaled_f64(double p, const float* x, double* acc, std::size_t n);
+// acc[i] += p[r] * row_r[i] in double for r = 0, 1, ..., n_rows - 1 in turn
+// (product and addition rounded separately). Bit-identical on every target.
+void accumulate_rows_f64(const double* p, const float* rows, std::size_t stride, std::size_t n_rows,
+                         std::size_t n, double* acc);
+void accumulate_rows_f64(const double* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows,
+                         std::size_t n, double* acc);
+
+// f32 <-> f16 (round to nearest, ties to even; inf and nan kept, nan made
+// quiet), as lamina/quant/half.h converts one value. Bit-identical on every
+// target.
+void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n);
+void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n);
 
 // out[i] = float(g / (1 + exp(-g))) * up[i] with g = gate[i] in double: the
 // SiLU-gated product of the FFN. exp is Highway's (within 1 ulp in double of
@@ -23,9 +41,18 @@ void add_scaled_f64(double p, const float* x, double* acc, std::size_t n);
 // form's in the last bit, rarely.
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n);
 
+// The slow, obvious forms the tests hold the SIMD ones to.
 namespace scalar {
-double dot_f64(const float* a, const float* b, std::size_t n);
-void add_scaled_f64(double p, const float* x, double* acc, std::size_t n);
+void dot_rows_f64(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                  double* out);
+void dot_rows_f64(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                  double* out);
+void accumulate_rows_f64(const double* p, const float* rows, std::size_t stride, std::size_t n_rows,
+                         std::size_t n, double* acc);
+void accumulate_rows_f64(const double* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows,
+                         std::size_t n, double* acc);
+void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n);
+void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n);
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n);
 }  // namespace scalar
 

@@ -14,7 +14,7 @@ enum class KvType { F32, F16 };
 struct KvCacheOptions {
   uint32_t n_ctx = 0;    // positions per sequence
   uint32_t n_seq = 1;    // sequence slots
-  KvType type = KvType::F32;
+  KvType type = KvType::F16;
 };
 
 // Storage is allocated once: [seq][layer][pos][kv_dim] for K and for V. Rows

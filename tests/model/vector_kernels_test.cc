@@ -1,9 +1,11 @@
 // The SIMD loops of the CPU forward pass on every compiled Highway target this
-// CPU supports, against their scalar forms: the attention's double dots and
-// accumulation over f32 or f16 rows and the f16 conversions bit for bit, the
+// CPU supports, against their scalar forms: the attention's f32 dots,
+// accumulation and exp within the rounding error f32 allows (f16 rows giving
+// the bits of the same f32 rows), the f16 conversions bit for bit, the
 // SiLU-gated product within one f32 rounding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -47,49 +49,92 @@ Rows random_rows(std::size_t n_rows, std::size_t stride, std::mt19937& rng, floa
   return rows;
 }
 
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+// The f32 rounding error a sum of n terms can carry, computed in any order
+// (with or without fused multiply-adds): at most n units of 2^-24 of the sum
+// of the terms' magnitudes, plus one rounding of the result.
+double sum_error_bound(std::size_t n_terms, double magnitude) {
+  return (static_cast<double>(n_terms) + 1.0) * 0x1p-24 * 1.01 * magnitude;
 }
 
-TEST_P(VectorKernels, DotRowsF64BitIdenticalToScalar) {
+TEST_P(VectorKernels, DotRowsWithinF32RoundingOfExact) {
   std::mt19937 rng(11);
   for (std::size_t n : kLengths) {
     for (std::size_t n_rows : {1, 3, 4, 5, 9}) {
       const std::size_t stride = n + 3;  // rows apart as a head's rows in a wider cache row
       const std::vector<float> a = random_values(n, rng, 1.0f);
       const Rows rows = random_rows(n_rows, stride, rng, 3.0f);
-      std::vector<double> want(n_rows), got_f32(n_rows), got_f16(n_rows), want_f16(n_rows);
-      scalar::dot_rows_f64(a.data(), rows.f32.data(), stride, n_rows, n, want.data());
-      scalar::dot_rows_f64(a.data(), rows.f16.data(), stride, n_rows, n, want_f16.data());
-      dot_rows_f64(a.data(), rows.f32.data(), stride, n_rows, n, got_f32.data());
-      dot_rows_f64(a.data(), rows.f16.data(), stride, n_rows, n, got_f16.data());
-      EXPECT_TRUE(same_bits(got_f32, want)) << "f32 n=" << n << " rows=" << n_rows;
-      EXPECT_TRUE(same_bits(got_f16, want)) << "f16 n=" << n << " rows=" << n_rows;
-      EXPECT_TRUE(same_bits(want_f16, want)) << "scalar f16 n=" << n << " rows=" << n_rows;
+      std::vector<double> exact(n_rows), exact_f16(n_rows);
+      std::vector<float> got_f32(n_rows), got_f16(n_rows);
+      scalar::dot_rows(a.data(), rows.f32.data(), stride, n_rows, n, exact.data());
+      scalar::dot_rows(a.data(), rows.f16.data(), stride, n_rows, n, exact_f16.data());
+      dot_rows(a.data(), rows.f32.data(), stride, n_rows, n, got_f32.data());
+      dot_rows(a.data(), rows.f16.data(), stride, n_rows, n, got_f16.data());
+      for (std::size_t r = 0; r < n_rows; ++r) {
+        double magnitude = 0.0;
+        for (std::size_t i = 0; i < n; ++i) magnitude += std::fabs(double(a[i]) * rows.f32[r * stride + i]);
+        const double bound = sum_error_bound(n, magnitude);
+        EXPECT_EQ(exact_f16[r], exact[r]) << "the rows are f16 values";
+        EXPECT_NEAR(got_f32[r], exact[r], bound) << "f32 n=" << n << " row " << r << " of " << n_rows;
+        // The same rows in either form give the same bits.
+        EXPECT_EQ(std::memcmp(&got_f16[r], &got_f32[r], sizeof(float)), 0) << "f16 n=" << n << " row " << r;
+      }
+      // A row's result does not depend on how many rows come with it.
+      for (std::size_t r = 0; r < n_rows; ++r) {
+        float alone = 0.0f;
+        dot_rows(a.data(), rows.f16.data() + r * stride, stride, 1, n, &alone);
+        EXPECT_EQ(std::memcmp(&alone, &got_f16[r], sizeof(float)), 0) << "n=" << n << " row " << r;
+      }
     }
   }
   expect_target();
 }
 
-TEST_P(VectorKernels, AccumulateRowsF64BitIdenticalToScalar) {
+TEST_P(VectorKernels, AccumulateRowsWithinF32RoundingOfExact) {
   std::mt19937 rng(12);
-  std::uniform_real_distribution<double> weight(0.0, 1.0);
+  std::uniform_real_distribution<float> weight(0.0f, 1.0f);
   for (std::size_t n : kLengths) {
     for (std::size_t n_rows : {1, 2, 7, 33}) {
       const std::size_t stride = n + 5;
       const Rows rows = random_rows(n_rows, stride, rng, 2.0f);
-      std::vector<double> p(n_rows), start(n);
-      for (double& x : p) x = weight(rng);
-      for (double& x : start) x = weight(rng) - 0.5;
-      std::vector<double> want = start, want_f16 = start, got_f32 = start, got_f16 = start;
-      scalar::accumulate_rows_f64(p.data(), rows.f32.data(), stride, n_rows, n, want.data());
-      scalar::accumulate_rows_f64(p.data(), rows.f16.data(), stride, n_rows, n, want_f16.data());
-      accumulate_rows_f64(p.data(), rows.f32.data(), stride, n_rows, n, got_f32.data());
-      accumulate_rows_f64(p.data(), rows.f16.data(), stride, n_rows, n, got_f16.data());
-      EXPECT_TRUE(same_bits(got_f32, want)) << "f32 n=" << n << " rows=" << n_rows;
-      EXPECT_TRUE(same_bits(got_f16, want)) << "f16 n=" << n << " rows=" << n_rows;
-      EXPECT_TRUE(same_bits(want_f16, want)) << "scalar f16 n=" << n << " rows=" << n_rows;
+      std::vector<float> p(n_rows), start(n);
+      for (float& x : p) x = weight(rng);
+      for (float& x : start) x = weight(rng) - 0.5f;
+      std::vector<double> exact(start.begin(), start.end());
+      std::vector<float> got_f32 = start, got_f16 = start;
+      scalar::accumulate_rows(p.data(), rows.f32.data(), stride, n_rows, n, exact.data());
+      accumulate_rows(p.data(), rows.f32.data(), stride, n_rows, n, got_f32.data());
+      accumulate_rows(p.data(), rows.f16.data(), stride, n_rows, n, got_f16.data());
+      for (std::size_t i = 0; i < n; ++i) {
+        double magnitude = std::fabs(start[i]);
+        for (std::size_t r = 0; r < n_rows; ++r) magnitude += std::fabs(double(p[r]) * rows.f32[r * stride + i]);
+        EXPECT_NEAR(got_f32[i], exact[i], sum_error_bound(n_rows, magnitude)) << "n=" << n << " i=" << i;
+        EXPECT_EQ(std::memcmp(&got_f16[i], &got_f32[i], sizeof(float)), 0) << "f16 n=" << n << " i=" << i;
+      }
     }
+  }
+  expect_target();
+}
+
+// Highway's f32 exp is within 2 ulp (its own tests' limit is 1) of the exp
+// of its argument, and the argument x - shift is rounded to f32 first, which
+// moves exp by up to |x - shift| * 2^-24 relative; the sum adds n roundings.
+TEST_P(VectorKernels, ExpShiftSumWithinRoundingOfExact) {
+  std::mt19937 rng(15);
+  for (std::size_t n : kLengths) {
+    std::vector<float> x = random_values(n, rng, 6.0f);
+    if (n > 2) x[1] = -200.0f;  // underflows to zero
+    const float shift = n ? *std::max_element(x.begin(), x.end()) : 0.0f;
+    std::vector<double> exact(n);
+    const double exact_sum = scalar::exp_shift_sum(x.data(), n, shift, exact.data());
+    std::vector<float> got = x;
+    const float sum = exp_shift_sum(got.data(), n, shift);
+    double worst_relative = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double relative = 2 * 0x1p-23 + std::fabs(double(x[i]) - shift) * 0x1p-24;
+      worst_relative = std::max(worst_relative, relative);
+      EXPECT_NEAR(got[i], exact[i], relative * exact[i] + 1e-45) << "i=" << i;
+    }
+    EXPECT_NEAR(sum, exact_sum, (worst_relative + static_cast<double>(n + 1) * 0x1p-24) * exact_sum) << "n=" << n;
   }
   expect_target();
 }

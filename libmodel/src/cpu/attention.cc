@@ -31,14 +31,9 @@ const Row* v_rows(const KvCache& cache, uint32_t seq, uint32_t layer, uint32_t p
 
 }  // namespace
 
-Attention::Attention(uint32_t n_ctx, int n_threads, const ModelConfig& config) {
+Attention::Attention(uint32_t n_ctx, int n_threads) {
   scratch_.resize(static_cast<std::size_t>(std::max(1, n_threads)));
-  for (auto& s : scratch_) {
-    s.dots.resize(n_ctx);
-    s.scores.resize(n_ctx);
-    s.probs.resize(n_ctx);
-    s.acc.resize(config.head_dim_v);
-  }
+  for (auto& s : scratch_) s.scores.resize(n_ctx);
 }
 
 void Attention::run(const AttentionShape& shape, const KvCache& cache, uint32_t layer,
@@ -79,28 +74,21 @@ void Attention::run_rows(const AttentionShape& shape, const KvCache& cache, uint
       for (uint32_t g = 0; g < group; ++g) {
         const uint32_t head = kv_head * group + g;
         const float* qh = q + t * q_stride + std::size_t{head} * shape.head_dim_k;
-        dot_rows_f64(qh, k, k_dim, n, shape.head_dim_k, s.dots.data());
+        float* scores = s.scores.data();
+        dot_rows(qh, k, k_dim, n, shape.head_dim_k, scores);
         float max_score = -INFINITY;
         for (uint32_t j = 0; j < n; ++j) {
-          float score = static_cast<float>(s.dots[j]) * shape.scale;
+          float score = scores[j] * shape.scale;
           if (shape.softcap > 0.0f) score = softcap(score, shape.softcap);
-          s.scores[j] = score;
+          scores[j] = score;
           max_score = std::max(max_score, score);
         }
-        double sum = 0.0;
-        for (uint32_t j = 0; j < n; ++j) {
-          s.scores[j] = static_cast<float>(std::exp(static_cast<double>(s.scores[j]) - max_score));
-          sum += s.scores[j];
-        }
-        const double inv = 1.0 / sum;
-        for (uint32_t j = 0; j < n; ++j) s.probs[j] = s.scores[j] * inv;
-        // Accumulated in double: the output is quantized next, and a sum
-        // closer to exact flips fewer Q8 roundings against other engines.
-        double* acc = s.acc.data();
-        std::fill(acc, acc + shape.head_dim_v, 0.0);
-        accumulate_rows_f64(s.probs.data(), v, v_dim, n, shape.head_dim_v, acc);
+        // The weights stay unnormalized; the output is divided once.
+        const float inv = 1.0f / exp_shift_sum(scores, n, max_score);
         float* oh = out + t * out_stride + std::size_t{head} * shape.head_dim_v;
-        for (uint32_t d = 0; d < shape.head_dim_v; ++d) oh[d] = static_cast<float>(acc[d]);
+        std::fill(oh, oh + shape.head_dim_v, 0.0f);
+        accumulate_rows(scores, v, v_dim, n, shape.head_dim_v, oh);
+        for (uint32_t d = 0; d < shape.head_dim_v; ++d) oh[d] *= inv;
       }
     }
   });

@@ -30,16 +30,13 @@ struct AttentionShape {
 // `scratch_` holds per-thread buffers, sized once to fit n_ctx.
 class Attention {
  public:
-  Attention(uint32_t n_ctx, int n_threads, const ModelConfig& config);
+  Attention(uint32_t n_ctx, int n_threads);
   void run(const AttentionShape& shape, const KvCache& cache, uint32_t layer,
            std::span<const TokenInput> tokens, const float* q, float* out, quant::ThreadPool& pool);
 
  private:
   struct Scratch {
-    std::vector<double> dots;   // q . k per position
-    Workspace scores;           // scaled, capped, then exp(score - max)
-    std::vector<double> probs;  // the softmax
-    std::vector<double> acc;    // one head's output
+    Workspace scores;  // q . k per position, scaled and capped, then exp(score - max)
   };
   template <class Row>
   void run_rows(const AttentionShape& shape, const KvCache& cache, uint32_t layer,

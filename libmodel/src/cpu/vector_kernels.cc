@@ -3,6 +3,8 @@
 #define HWY_TARGET_INCLUDE "vector_kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
+#include <cmath>
+
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "lamina/quant/half.h"
@@ -15,11 +17,6 @@ namespace hn = hwy::HWY_NAMESPACE;
 // Doubles per vector, and f32 lanes widened to them (the lower half).
 using DD = hn::ScalableTag<double>;
 using DF = hn::Rebind<float, DD>;
-
-// The 8 partial sums of dot_rows_f64 as 8 / Lanes(DD) vectors (lane j of
-// vector v is sum v * Lanes + j), so every target adds the same products
-// into the same sums.
-constexpr size_t kSums = 8;
 
 // f16 bits to f32, exactly. x86 converts in hardware (F16C) from AVX2 on;
 // below it Highway's emulation maps inf and nan to finite values, so the
@@ -65,100 +62,140 @@ HWY_INLINE void FloatToHalf(D df, const float* HWY_RESTRICT x, uint16_t* HWY_RES
   hn::StoreU(hn::DemoteTo(du16, hn::Or(h, sign)), du16, out);
 }
 
+// f32 lanes of a KV row, widened from f16 where the cache holds f16.
+using DF32 = hn::ScalableTag<float>;
+using VF32 = hn::Vec<DF32>;
 struct RowsF32 {
   using T = float;
-  static HWY_INLINE hn::Vec<DD> Load(const T* HWY_RESTRICT p) { return hn::PromoteTo(DD(), hn::LoadU(DF(), p)); }
-  static double Scalar(T x) { return x; }
+  static HWY_INLINE VF32 Load(const T* HWY_RESTRICT p) { return hn::LoadU(DF32(), p); }
+  static float Scalar(T x) { return x; }
 };
 struct RowsF16 {
   using T = uint16_t;
-  static HWY_INLINE hn::Vec<DD> Load(const T* HWY_RESTRICT p) { return hn::PromoteTo(DD(), HalfToFloat(DF(), p)); }
-  static double Scalar(T x) { return quant::f16_to_f32(x); }
+  static HWY_INLINE VF32 Load(const T* HWY_RESTRICT p) { return HalfToFloat(DF32(), p); }
+  static float Scalar(T x) { return quant::f16_to_f32(x); }
 };
 
-// R rows at once: a's vectors are loaded once for all of them, and the R
-// rows' sums are independent chains of additions.
+// R rows at once: a's vectors are loaded once for all of them, and each
+// row's sum is its own chain of fused multiply-adds. A row's sum: its
+// vectors in order into one accumulator, the ragged end (zero-padded) last,
+// then Highway's lane sum: fixed for a target, whatever the tile.
 template <class Rows, size_t R>
 HWY_INLINE void DotRowsTile(const float* HWY_RESTRICT a, const typename Rows::T* HWY_RESTRICT rows, size_t stride,
-                            size_t n, double* HWY_RESTRICT out) {
-  const DD dd;
-  const DF df;
-  constexpr size_t kMaxVectors = kSums;  // at least one double per vector
-  const size_t N = hn::Lanes(dd);
-  const size_t vectors = kSums / N;
-  hn::Vec<DD> sums[R][kMaxVectors];
-  for (size_t r = 0; r < R; ++r) {
-    for (size_t v = 0; v < vectors; ++v) sums[r][v] = hn::Zero(dd);
-  }
+                            size_t n, float* HWY_RESTRICT out) {
+  const DF32 df;
+  const size_t N = hn::Lanes(df);
+  VF32 sums[R];
+  for (size_t r = 0; r < R; ++r) sums[r] = hn::Zero(df);
   size_t i = 0;
-  for (; i + kSums <= n; i += kSums) {
-    for (size_t v = 0; v < vectors; ++v) {
-      const auto x = hn::PromoteTo(dd, hn::LoadU(df, a + i + v * N));
-      for (size_t r = 0; r < R; ++r) {
-        sums[r][v] = hn::Add(sums[r][v], hn::Mul(x, Rows::Load(rows + r * stride + i + v * N)));
-      }
+  for (; i + N <= n; i += N) {
+    const VF32 x = hn::LoadU(df, a + i);
+    for (size_t r = 0; r < R; ++r) sums[r] = hn::MulAdd(x, Rows::Load(rows + r * stride + i), sums[r]);
+  }
+  if (i < n) {
+    HWY_ALIGN float a_tail[hn::MaxLanes(df)] = {};
+    HWY_ALIGN float row_tail[hn::MaxLanes(df)] = {};
+    for (size_t k = i; k < n; ++k) a_tail[k - i] = a[k];
+    const VF32 x = hn::Load(df, a_tail);
+    for (size_t r = 0; r < R; ++r) {
+      for (size_t k = i; k < n; ++k) row_tail[k - i] = Rows::Scalar(rows[r * stride + k]);
+      sums[r] = hn::MulAdd(x, hn::Load(df, row_tail), sums[r]);
     }
   }
-  for (size_t r = 0; r < R; ++r) {
-    HWY_ALIGN double lanes[kSums];
-    for (size_t v = 0; v < vectors; ++v) hn::Store(sums[r][v], dd, lanes + v * N);
-    // The tail goes into sums 0, 1, ... as the scalar loop adds it.
-    for (size_t k = i, l = 0; k < n; ++k, ++l) lanes[l] += static_cast<double>(a[k]) * Rows::Scalar(rows[r * stride + k]);
-    double total = 0.0;
-    for (double s : lanes) total += s;
-    out[r] = total;
-  }
+  for (size_t r = 0; r < R; ++r) out[r] = hn::GetLane(hn::SumOfLanes(df, sums[r]));
 }
 
 template <class Rows>
 void DotRows(const float* HWY_RESTRICT a, const typename Rows::T* HWY_RESTRICT rows, size_t stride, size_t n_rows,
-             size_t n, double* HWY_RESTRICT out) {
+             size_t n, float* HWY_RESTRICT out) {
   constexpr size_t kTile = 4;
   size_t r = 0;
   for (; r + kTile <= n_rows; r += kTile) DotRowsTile<Rows, kTile>(a, rows + r * stride, stride, n, out + r);
   for (; r < n_rows; ++r) DotRowsTile<Rows, 1>(a, rows + r * stride, stride, n, out + r);
 }
 
-// K vectors of acc held in registers while every row passes.
+// K vectors of acc held in registers while every row passes. With few
+// vectors a second bank takes the odd rows (added in at the end), so that
+// the multiply-adds are not one chain per vector.
 template <class Rows, size_t K>
-HWY_INLINE void AccumulateChunk(const double* HWY_RESTRICT p, const typename Rows::T* HWY_RESTRICT rows,
-                                size_t stride, size_t n_rows, double* HWY_RESTRICT acc) {
-  const DD dd;
-  const size_t N = hn::Lanes(dd);
-  hn::Vec<DD> sums[K];
-  for (size_t k = 0; k < K; ++k) sums[k] = hn::LoadU(dd, acc + k * N);
-  for (size_t j = 0; j < n_rows; ++j) {
-    const auto vp = hn::Set(dd, p[j]);
-    const typename Rows::T* row = rows + j * stride;
-    for (size_t k = 0; k < K; ++k) sums[k] = hn::Add(sums[k], hn::Mul(vp, Rows::Load(row + k * N)));
+HWY_INLINE void AccumulateChunk(const float* HWY_RESTRICT p, const typename Rows::T* HWY_RESTRICT rows,
+                                size_t stride, size_t n_rows, float* HWY_RESTRICT acc) {
+  const DF32 df;
+  const size_t N = hn::Lanes(df);
+  constexpr size_t kBanks = K <= 4 ? 2 : 1;
+  VF32 sums[kBanks][K];
+  for (size_t k = 0; k < K; ++k) {
+    sums[0][k] = hn::LoadU(df, acc + k * N);
+    if constexpr (kBanks == 2) sums[1][k] = hn::Zero(df);
   }
-  for (size_t k = 0; k < K; ++k) hn::StoreU(sums[k], dd, acc + k * N);
+  size_t j = 0;
+  for (; j + kBanks <= n_rows; j += kBanks) {
+    for (size_t b = 0; b < kBanks; ++b) {
+      const VF32 vp = hn::Set(df, p[j + b]);
+      const typename Rows::T* row = rows + (j + b) * stride;
+      for (size_t k = 0; k < K; ++k) sums[b][k] = hn::MulAdd(vp, Rows::Load(row + k * N), sums[b][k]);
+    }
+  }
+  for (; j < n_rows; ++j) {
+    const VF32 vp = hn::Set(df, p[j]);
+    for (size_t k = 0; k < K; ++k) sums[0][k] = hn::MulAdd(vp, Rows::Load(rows + j * stride + k * N), sums[0][k]);
+  }
+  for (size_t k = 0; k < K; ++k) {
+    if constexpr (kBanks == 2) sums[0][k] = hn::Add(sums[0][k], sums[1][k]);
+    hn::StoreU(sums[0][k], df, acc + k * N);
+  }
 }
 
 template <class Rows>
-void AccumulateRows(const double* HWY_RESTRICT p, const typename Rows::T* HWY_RESTRICT rows, size_t stride,
-                    size_t n_rows, size_t n, double* HWY_RESTRICT acc) {
-  constexpr size_t kChunk = 8;
-  const size_t N = hn::Lanes(DD());
+void AccumulateRows(const float* HWY_RESTRICT p, const typename Rows::T* HWY_RESTRICT rows, size_t stride,
+                    size_t n_rows, size_t n, float* HWY_RESTRICT acc) {
+  const size_t N = hn::Lanes(DF32());
   size_t i = 0;
-  for (; i + kChunk * N <= n; i += kChunk * N) AccumulateChunk<Rows, kChunk>(p, rows + i, stride, n_rows, acc + i);
-  for (; i + N <= n; i += N) AccumulateChunk<Rows, 1>(p, rows + i, stride, n_rows, acc + i);
+  for (; i + 8 * N <= n; i += 8 * N) AccumulateChunk<Rows, 8>(p, rows + i, stride, n_rows, acc + i);
+  if (i + 4 * N <= n) AccumulateChunk<Rows, 4>(p, rows + i, stride, n_rows, acc + i), i += 4 * N;
+  if (i + 2 * N <= n) AccumulateChunk<Rows, 2>(p, rows + i, stride, n_rows, acc + i), i += 2 * N;
+  if (i + N <= n) AccumulateChunk<Rows, 1>(p, rows + i, stride, n_rows, acc + i), i += N;
   for (; i < n; ++i) {
-    for (size_t j = 0; j < n_rows; ++j) acc[i] += p[j] * Rows::Scalar(rows[j * stride + i]);
+    for (size_t j = 0; j < n_rows; ++j) acc[i] = std::fma(p[j], Rows::Scalar(rows[j * stride + i]), acc[i]);
   }
 }
 
-void DotRowsF32(const float* a, const float* rows, size_t stride, size_t n_rows, size_t n, double* out) {
+void DotRowsF32(const float* a, const float* rows, size_t stride, size_t n_rows, size_t n, float* out) {
   DotRows<RowsF32>(a, rows, stride, n_rows, n, out);
 }
-void DotRowsF16(const float* a, const uint16_t* rows, size_t stride, size_t n_rows, size_t n, double* out) {
+void DotRowsF16(const float* a, const uint16_t* rows, size_t stride, size_t n_rows, size_t n, float* out) {
   DotRows<RowsF16>(a, rows, stride, n_rows, n, out);
 }
-void AccumulateRowsF32(const double* p, const float* rows, size_t stride, size_t n_rows, size_t n, double* acc) {
+void AccumulateRowsF32(const float* p, const float* rows, size_t stride, size_t n_rows, size_t n, float* acc) {
   AccumulateRows<RowsF32>(p, rows, stride, n_rows, n, acc);
 }
-void AccumulateRowsF16(const double* p, const uint16_t* rows, size_t stride, size_t n_rows, size_t n, double* acc) {
+void AccumulateRowsF16(const float* p, const uint16_t* rows, size_t stride, size_t n_rows, size_t n, float* acc) {
   AccumulateRows<RowsF16>(p, rows, stride, n_rows, n, acc);
+}
+
+// x[i] = exp(x[i] - shift); returns the sum of the new x, lanes first (a
+// fixed order for a target).
+float ExpShiftSum(float* HWY_RESTRICT x, size_t n, float shift) {
+  const DF32 df;
+  const size_t N = hn::Lanes(df);
+  const VF32 vshift = hn::Set(df, shift);
+  VF32 sum = hn::Zero(df);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const VF32 e = hn::Exp(df, hn::Sub(hn::LoadU(df, x + i), vshift));
+    hn::StoreU(e, df, x + i);
+    sum = hn::Add(sum, e);
+  }
+  if (i < n) {
+    // A tail padded with -inf, whose exp adds zero.
+    HWY_ALIGN float tail[hn::MaxLanes(df)];
+    for (size_t k = 0; k < N; ++k) tail[k] = i + k < n ? x[i + k] : -INFINITY;
+    const VF32 e = hn::Exp(df, hn::Sub(hn::Load(df, tail), vshift));
+    hn::Store(e, df, tail);
+    for (size_t k = i; k < n; ++k) x[k] = tail[k - i];
+    sum = hn::Add(sum, e);
+  }
+  return hn::GetLane(hn::SumOfLanes(df, sum));
 }
 
 void F32ToF16Row(const float* HWY_RESTRICT x, uint16_t* HWY_RESTRICT out, size_t n) {
@@ -227,27 +264,28 @@ HWY_EXPORT(DotRowsF32);
 HWY_EXPORT(DotRowsF16);
 HWY_EXPORT(AccumulateRowsF32);
 HWY_EXPORT(AccumulateRowsF16);
+HWY_EXPORT(ExpShiftSum);
 HWY_EXPORT(F32ToF16Row);
 HWY_EXPORT(F16ToF32Row);
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(TargetName);
 
-void dot_rows_f64(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                  double* out) {
+void dot_rows(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(DotRowsF32)(a, rows, stride, n_rows, n, out);
 }
-void dot_rows_f64(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                  double* out) {
+void dot_rows(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+              float* out) {
   HWY_DYNAMIC_DISPATCH(DotRowsF16)(a, rows, stride, n_rows, n, out);
 }
-void accumulate_rows_f64(const double* p, const float* rows, std::size_t stride, std::size_t n_rows,
-                         std::size_t n, double* acc) {
+void accumulate_rows(const float* p, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     float* acc) {
   HWY_DYNAMIC_DISPATCH(AccumulateRowsF32)(p, rows, stride, n_rows, n, acc);
 }
-void accumulate_rows_f64(const double* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows,
-                         std::size_t n, double* acc) {
+void accumulate_rows(const float* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     float* acc) {
   HWY_DYNAMIC_DISPATCH(AccumulateRowsF16)(p, rows, stride, n_rows, n, acc);
 }
+float exp_shift_sum(float* x, std::size_t n, float shift) { return HWY_DYNAMIC_DISPATCH(ExpShiftSum)(x, n, shift); }
 void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n) { HWY_DYNAMIC_DISPATCH(F32ToF16Row)(x, out, n); }
 void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n) { HWY_DYNAMIC_DISPATCH(F16ToF32Row)(x, out, n); }
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n) {
@@ -261,42 +299,43 @@ double widen(float x) { return x; }
 double widen(uint16_t h) { return quant::f16_to_f32(h); }
 
 template <class T>
-void dot_rows(const float* a, const T* rows, std::size_t stride, std::size_t n_rows, std::size_t n, double* out) {
+void dot_rows_t(const float* a, const T* rows, std::size_t stride, std::size_t n_rows, std::size_t n, double* out) {
   for (std::size_t r = 0; r < n_rows; ++r) {
-    const T* row = rows + r * stride;
-    constexpr std::size_t kLanes = 8;
-    double lanes[kLanes] = {};
-    for (std::size_t i = 0; i < n; ++i) lanes[i % kLanes] += static_cast<double>(a[i]) * widen(row[i]);
     double sum = 0.0;
-    for (double v : lanes) sum += v;
+    for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(a[i]) * widen(rows[r * stride + i]);
     out[r] = sum;
   }
 }
 
 template <class T>
-void accumulate_rows(const double* p, const T* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                     double* acc) {
+void accumulate_rows_t(const float* p, const T* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                       double* acc) {
   for (std::size_t r = 0; r < n_rows; ++r) {
-    for (std::size_t i = 0; i < n; ++i) acc[i] += p[r] * widen(rows[r * stride + i]);
+    for (std::size_t i = 0; i < n; ++i) acc[i] += static_cast<double>(p[r]) * widen(rows[r * stride + i]);
   }
 }
 }  // namespace
 
-void dot_rows_f64(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                  double* out) {
-  dot_rows(a, rows, stride, n_rows, n, out);
+void dot_rows(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+              double* out) {
+  dot_rows_t(a, rows, stride, n_rows, n, out);
 }
-void dot_rows_f64(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                  double* out) {
-  dot_rows(a, rows, stride, n_rows, n, out);
+void dot_rows(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+              double* out) {
+  dot_rows_t(a, rows, stride, n_rows, n, out);
 }
-void accumulate_rows_f64(const double* p, const float* rows, std::size_t stride, std::size_t n_rows,
-                         std::size_t n, double* acc) {
-  accumulate_rows(p, rows, stride, n_rows, n, acc);
+void accumulate_rows(const float* p, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     double* acc) {
+  accumulate_rows_t(p, rows, stride, n_rows, n, acc);
 }
-void accumulate_rows_f64(const double* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows,
-                         std::size_t n, double* acc) {
-  accumulate_rows(p, rows, stride, n_rows, n, acc);
+void accumulate_rows(const float* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     double* acc) {
+  accumulate_rows_t(p, rows, stride, n_rows, n, acc);
+}
+double exp_shift_sum(const float* x, std::size_t n, float shift, double* out) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < n; ++i) sum += out[i] = std::exp(static_cast<double>(x[i]) - shift);
+  return sum;
 }
 void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = quant::f32_to_f16(x[i]);

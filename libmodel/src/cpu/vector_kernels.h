@@ -13,21 +13,25 @@
 
 namespace lamina::model::cpu {
 
-// out[r] = sum a[i] * row_r[i] in double, row_r = rows + r * stride, for
-// r < n_rows: 8 interleaved partial sums (element i into sum i % 8, products
-// and additions rounded separately), then added in order 0..7. Bit-identical
-// on every target and whatever n_rows.
-void dot_rows_f64(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                  double* out);
-void dot_rows_f64(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                  double* out);
+// The attention's loops, in f32 with fused multiply-adds. Each result is
+// computed alone, in an order fixed for the target (never by n_rows or by
+// what else runs), so attention stays independent of the batch. The scalar
+// forms compute the exact sums in double; the tests bound the difference by
+// the f32 rounding error those sums can carry.
 
-// acc[i] += p[r] * row_r[i] in double for r = 0, 1, ..., n_rows - 1 in turn
-// (product and addition rounded separately). Bit-identical on every target.
-void accumulate_rows_f64(const double* p, const float* rows, std::size_t stride, std::size_t n_rows,
-                         std::size_t n, double* acc);
-void accumulate_rows_f64(const double* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows,
-                         std::size_t n, double* acc);
+// out[r] = sum a[i] * row_r[i], row_r = rows + r * stride, for r < n_rows.
+void dot_rows(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n, float* out);
+void dot_rows(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+              float* out);
+
+// acc[i] += sum over r < n_rows of p[r] * row_r[i].
+void accumulate_rows(const float* p, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     float* acc);
+void accumulate_rows(const float* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     float* acc);
+
+// x[i] = exp(x[i] - shift) (Highway's exp, within a few ulp); returns the sum of the new x.
+float exp_shift_sum(float* x, std::size_t n, float shift);
 
 // f32 <-> f16 (round to nearest, ties to even; inf and nan kept, nan made
 // quiet), as lamina/quant/half.h converts one value. Bit-identical on every
@@ -43,14 +47,15 @@ void silu_mul(const float* gate, const float* up, float* out, std::size_t n);
 
 // The slow, obvious forms the tests hold the SIMD ones to.
 namespace scalar {
-void dot_rows_f64(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                  double* out);
-void dot_rows_f64(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                  double* out);
-void accumulate_rows_f64(const double* p, const float* rows, std::size_t stride, std::size_t n_rows,
-                         std::size_t n, double* acc);
-void accumulate_rows_f64(const double* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows,
-                         std::size_t n, double* acc);
+void dot_rows(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n, double* out);
+void dot_rows(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+              double* out);
+void accumulate_rows(const float* p, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     double* acc);
+void accumulate_rows(const float* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     double* acc);
+// out[i] = exp(x[i] - shift) in double; returns their sum.
+double exp_shift_sum(const float* x, std::size_t n, float shift, double* out);
 void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n);
 void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n);
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n);

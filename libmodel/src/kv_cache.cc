@@ -56,22 +56,20 @@ void KvCache::load_v(uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos
   load(true, seq, layer, pos0, n_pos, out);
 }
 
+const std::byte* KvCache::rows_of_type(KvType type, bool value, uint32_t seq, uint32_t layer, uint32_t pos0) const {
+  return type_ == type ? storage_.data() + offset(value, seq, layer, pos0) : nullptr;
+}
 const float* KvCache::k_rows_f32(uint32_t seq, uint32_t layer, uint32_t pos0) const {
-  if (type_ != KvType::F32) return nullptr;
-  return reinterpret_cast<const float*>(storage_.data() + offset(false, seq, layer, pos0));
+  return reinterpret_cast<const float*>(rows_of_type(KvType::F32, false, seq, layer, pos0));
 }
 const float* KvCache::v_rows_f32(uint32_t seq, uint32_t layer, uint32_t pos0) const {
-  if (type_ != KvType::F32) return nullptr;
-  return reinterpret_cast<const float*>(storage_.data() + offset(true, seq, layer, pos0));
+  return reinterpret_cast<const float*>(rows_of_type(KvType::F32, true, seq, layer, pos0));
 }
-
 const uint16_t* KvCache::k_rows_f16(uint32_t seq, uint32_t layer, uint32_t pos0) const {
-  if (type_ != KvType::F16) return nullptr;
-  return reinterpret_cast<const uint16_t*>(storage_.data() + offset(false, seq, layer, pos0));
+  return reinterpret_cast<const uint16_t*>(rows_of_type(KvType::F16, false, seq, layer, pos0));
 }
 const uint16_t* KvCache::v_rows_f16(uint32_t seq, uint32_t layer, uint32_t pos0) const {
-  if (type_ != KvType::F16) return nullptr;
-  return reinterpret_cast<const uint16_t*>(storage_.data() + offset(true, seq, layer, pos0));
+  return reinterpret_cast<const uint16_t*>(rows_of_type(KvType::F16, true, seq, layer, pos0));
 }
 
 }  // namespace lamina::model

@@ -12,20 +12,13 @@
 namespace lamina::model::cpu {
 namespace {
 
+// The rows of K (or V, `value`) from pos0 on, as the cache holds them.
 template <class Row>
-const Row* k_rows(const KvCache& cache, uint32_t seq, uint32_t layer, uint32_t pos0) {
+const Row* cache_rows(const KvCache& cache, bool value, uint32_t seq, uint32_t layer, uint32_t pos0) {
   if constexpr (std::is_same_v<Row, float>) {
-    return cache.k_rows_f32(seq, layer, pos0);
+    return value ? cache.v_rows_f32(seq, layer, pos0) : cache.k_rows_f32(seq, layer, pos0);
   } else {
-    return cache.k_rows_f16(seq, layer, pos0);
-  }
-}
-template <class Row>
-const Row* v_rows(const KvCache& cache, uint32_t seq, uint32_t layer, uint32_t pos0) {
-  if constexpr (std::is_same_v<Row, float>) {
-    return cache.v_rows_f32(seq, layer, pos0);
-  } else {
-    return cache.v_rows_f16(seq, layer, pos0);
+    return value ? cache.v_rows_f16(seq, layer, pos0) : cache.k_rows_f16(seq, layer, pos0);
   }
 }
 
@@ -68,8 +61,8 @@ void Attention::run_rows(const AttentionShape& shape, const KvCache& cache, uint
       const uint32_t p1 = tok.pos + 1;
       const uint32_t p0 = shape.window > 0 && tok.pos + 1 > shape.window ? tok.pos + 1 - shape.window : 0;
       const uint32_t n = p1 - p0;
-      const Row* k = k_rows<Row>(cache, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_k;
-      const Row* v = v_rows<Row>(cache, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_v;
+      const Row* k = cache_rows<Row>(cache, false, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_k;
+      const Row* v = cache_rows<Row>(cache, true, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_v;
       const std::size_t t = item / shape.n_head_kv;
       for (uint32_t g = 0; g < group; ++g) {
         const uint32_t head = kv_head * group + g;

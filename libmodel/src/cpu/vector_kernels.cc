@@ -258,6 +258,7 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include <cmath>
+#include <type_traits>
 
 namespace lamina::model::cpu {
 HWY_EXPORT(DotRowsF32);
@@ -270,21 +271,27 @@ HWY_EXPORT(F16ToF32Row);
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(TargetName);
 
-void dot_rows(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(DotRowsF32)(a, rows, stride, n_rows, n, out);
+template <class Row>
+void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, float* out) {
+  if constexpr (std::is_same_v<Row, float>) {
+    HWY_DYNAMIC_DISPATCH(DotRowsF32)(a, rows, stride, n_rows, n, out);
+  } else {
+    HWY_DYNAMIC_DISPATCH(DotRowsF16)(a, rows, stride, n_rows, n, out);
+  }
 }
-void dot_rows(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-              float* out) {
-  HWY_DYNAMIC_DISPATCH(DotRowsF16)(a, rows, stride, n_rows, n, out);
-}
-void accumulate_rows(const float* p, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+template <class Row>
+void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
                      float* acc) {
-  HWY_DYNAMIC_DISPATCH(AccumulateRowsF32)(p, rows, stride, n_rows, n, acc);
+  if constexpr (std::is_same_v<Row, float>) {
+    HWY_DYNAMIC_DISPATCH(AccumulateRowsF32)(p, rows, stride, n_rows, n, acc);
+  } else {
+    HWY_DYNAMIC_DISPATCH(AccumulateRowsF16)(p, rows, stride, n_rows, n, acc);
+  }
 }
-void accumulate_rows(const float* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                     float* acc) {
-  HWY_DYNAMIC_DISPATCH(AccumulateRowsF16)(p, rows, stride, n_rows, n, acc);
-}
+template void dot_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, float*);
+template void dot_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, float*);
+template void accumulate_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, float*);
+template void accumulate_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, float*);
 float exp_shift_sum(float* x, std::size_t n, float shift) { return HWY_DYNAMIC_DISPATCH(ExpShiftSum)(x, n, shift); }
 void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n) { HWY_DYNAMIC_DISPATCH(F32ToF16Row)(x, out, n); }
 void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n) { HWY_DYNAMIC_DISPATCH(F16ToF32Row)(x, out, n); }
@@ -298,40 +305,28 @@ namespace {
 double widen(float x) { return x; }
 double widen(uint16_t h) { return quant::f16_to_f32(h); }
 
-template <class T>
-void dot_rows_t(const float* a, const T* rows, std::size_t stride, std::size_t n_rows, std::size_t n, double* out) {
+}  // namespace
+
+template <class Row>
+void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, double* out) {
   for (std::size_t r = 0; r < n_rows; ++r) {
     double sum = 0.0;
     for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(a[i]) * widen(rows[r * stride + i]);
     out[r] = sum;
   }
 }
-
-template <class T>
-void accumulate_rows_t(const float* p, const T* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                       double* acc) {
+template <class Row>
+void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     double* acc) {
   for (std::size_t r = 0; r < n_rows; ++r) {
     for (std::size_t i = 0; i < n; ++i) acc[i] += static_cast<double>(p[r]) * widen(rows[r * stride + i]);
   }
 }
-}  // namespace
+template void dot_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, double*);
+template void dot_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, double*);
+template void accumulate_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, double*);
+template void accumulate_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, double*);
 
-void dot_rows(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-              double* out) {
-  dot_rows_t(a, rows, stride, n_rows, n, out);
-}
-void dot_rows(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-              double* out) {
-  dot_rows_t(a, rows, stride, n_rows, n, out);
-}
-void accumulate_rows(const float* p, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                     double* acc) {
-  accumulate_rows_t(p, rows, stride, n_rows, n, acc);
-}
-void accumulate_rows(const float* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                     double* acc) {
-  accumulate_rows_t(p, rows, stride, n_rows, n, acc);
-}
 double exp_shift_sum(const float* x, std::size_t n, float shift, double* out) {
   double sum = 0.0;
   for (std::size_t i = 0; i < n; ++i) sum += out[i] = std::exp(static_cast<double>(x[i]) - shift);

@@ -19,15 +19,14 @@ namespace lamina::model::cpu {
 // forms compute the exact sums in double; the tests bound the difference by
 // the f32 rounding error those sums can carry.
 
+// Row: float (rows of an f32 cache) or uint16_t (f16 bits).
 // out[r] = sum a[i] * row_r[i], row_r = rows + r * stride, for r < n_rows.
-void dot_rows(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n, float* out);
-void dot_rows(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-              float* out);
+template <class Row>
+void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, float* out);
 
 // acc[i] += sum over r < n_rows of p[r] * row_r[i].
-void accumulate_rows(const float* p, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                     float* acc);
-void accumulate_rows(const float* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+template <class Row>
+void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
                      float* acc);
 
 // x[i] = exp(x[i] - shift) (Highway's exp, within a few ulp); returns the sum of the new x.
@@ -47,12 +46,10 @@ void silu_mul(const float* gate, const float* up, float* out, std::size_t n);
 
 // The slow, obvious forms the tests hold the SIMD ones to.
 namespace scalar {
-void dot_rows(const float* a, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n, double* out);
-void dot_rows(const float* a, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-              double* out);
-void accumulate_rows(const float* p, const float* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                     double* acc);
-void accumulate_rows(const float* p, const uint16_t* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+template <class Row>
+void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, double* out);
+template <class Row>
+void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
                      double* acc);
 // out[i] = exp(x[i] - shift) in double; returns their sum.
 double exp_shift_sum(const float* x, std::size_t n, float shift, double* out);

@@ -45,6 +45,7 @@ class KvCache {
 
  private:
   std::size_t offset(bool value, uint32_t seq, uint32_t layer, uint32_t pos) const;
+  const std::byte* rows_of_type(KvType type, bool value, uint32_t seq, uint32_t layer, uint32_t pos0) const;
   void store(bool value, uint32_t seq, uint32_t layer, uint32_t pos, const float* src);
   void load(bool value, uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const;
 

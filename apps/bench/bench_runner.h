@@ -22,7 +22,7 @@ struct BenchOptions {
   int seq_gen = 64;
   int repetitions = 5;
   int batch_size = 512;
-  std::string kv_type = "f32";
+  std::string kv_type = "f16";
   std::string device = "cpu";  // cpu, cuda or auto
   int gpu_index = 0;
   bool parity_check = true;

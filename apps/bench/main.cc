@@ -29,8 +29,9 @@ int main(int argc, char** argv) {
   app.add_option("-t,--threads", o.threads, "thread counts to test")->delimiter(',')->check(CLI::Range(1, 1024));
   app.add_option("-b,--batch-size", o.batch_size, "tokens per forward step during prompt processing")
       ->check(CLI::Range(1, 65536));
-  app.add_option("--kv-type", o.kv_type, "KV cache type: f32 or f16")
-      ->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("--kv-type", o.kv_type, "KV cache type: f16 or f32")
+      ->check(CLI::IsMember({"f32", "f16"}))
+      ->capture_default_str();
   app.add_option("--device", o.device, "compute device: cpu, cuda or auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   app.add_option("--gpu", o.gpu_index, "CUDA device index")->check(CLI::Range(0, 64));

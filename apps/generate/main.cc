@@ -49,7 +49,9 @@ int main(int argc, char** argv) {
                  "0.99 for quantized)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_flag("!--no-cuda-graphs", o.cuda_graphs, "launch the GPU decode step eagerly instead of as a CUDA graph");
-  app.add_option("--kv-type", o.kv_type, "KV cache type")->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("--kv-type", o.kv_type, "KV cache type")
+      ->check(CLI::IsMember({"f32", "f16"}))
+      ->capture_default_str();
   app.add_option("--quantize", o.quantize, "quantize the float weights at load: q8_0, q4_k, q6_k, ... (faster, not exact)");
   app.add_flag("--json", o.json, "print one JSON document instead of streaming text");
   app.add_option("--logits-out", o.logits_out, "write the logits of every prompt position (raw f32)");

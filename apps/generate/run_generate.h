@@ -30,7 +30,7 @@ struct Options {
   bool pack_weights = true;  // CPU: rearrange weights for the faster kernels
   double parity_min_cosine = 0;  // 0: by weight type
   bool cuda_graphs = true;
-  std::string kv_type = "f32";
+  std::string kv_type = "f16";
   std::string quantize;  // quantize the float matrices at load to this type (e.g. q8_0)
   bool json = false;
   std::string logits_out;

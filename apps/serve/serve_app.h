@@ -16,7 +16,7 @@ struct AppOptions {
   uint32_t n_parallel = 4;     // sequence slots
   int n_threads = 0;           // 0: all
   uint32_t batch_size = 512;   // tokens per forward step
-  std::string kv_type = "f32";
+  std::string kv_type = "f16";
   std::string device = "cpu";  // cpu, cuda or auto
   int gpu_index = 0;
   bool parity_check = true;

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "lamina/quant/half.h"
+#include "cpu/vector_kernels.h"
 
 namespace lamina::model {
 
@@ -34,8 +34,7 @@ void KvCache::store(bool value, uint32_t seq, uint32_t layer, uint32_t pos, cons
     std::memcpy(dst, src, dim * sizeof(float));
     return;
   }
-  auto* h = reinterpret_cast<uint16_t*>(dst);
-  for (std::size_t i = 0; i < dim; ++i) h[i] = quant::f32_to_f16(src[i]);
+  cpu::f32_to_f16_row(src, reinterpret_cast<uint16_t*>(dst), dim);
 }
 
 void KvCache::load(bool value, uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const {
@@ -45,8 +44,7 @@ void KvCache::load(bool value, uint32_t seq, uint32_t layer, uint32_t pos0, uint
     std::memcpy(out, src, n * sizeof(float));
     return;
   }
-  const auto* h = reinterpret_cast<const uint16_t*>(src);
-  for (std::size_t i = 0; i < n; ++i) out[i] = quant::f16_to_f32(h[i]);
+  cpu::f16_to_f32_row(reinterpret_cast<const uint16_t*>(src), out, n);
 }
 
 void KvCache::store_k(uint32_t seq, uint32_t layer, uint32_t pos, const float* k) { store(false, seq, layer, pos, k); }
@@ -58,13 +56,20 @@ void KvCache::load_v(uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos
   load(true, seq, layer, pos0, n_pos, out);
 }
 
+const std::byte* KvCache::rows_of_type(KvType type, bool value, uint32_t seq, uint32_t layer, uint32_t pos0) const {
+  return type_ == type ? storage_.data() + offset(value, seq, layer, pos0) : nullptr;
+}
 const float* KvCache::k_rows_f32(uint32_t seq, uint32_t layer, uint32_t pos0) const {
-  if (type_ != KvType::F32) return nullptr;
-  return reinterpret_cast<const float*>(storage_.data() + offset(false, seq, layer, pos0));
+  return reinterpret_cast<const float*>(rows_of_type(KvType::F32, false, seq, layer, pos0));
 }
 const float* KvCache::v_rows_f32(uint32_t seq, uint32_t layer, uint32_t pos0) const {
-  if (type_ != KvType::F32) return nullptr;
-  return reinterpret_cast<const float*>(storage_.data() + offset(true, seq, layer, pos0));
+  return reinterpret_cast<const float*>(rows_of_type(KvType::F32, true, seq, layer, pos0));
+}
+const uint16_t* KvCache::k_rows_f16(uint32_t seq, uint32_t layer, uint32_t pos0) const {
+  return reinterpret_cast<const uint16_t*>(rows_of_type(KvType::F16, false, seq, layer, pos0));
+}
+const uint16_t* KvCache::v_rows_f16(uint32_t seq, uint32_t layer, uint32_t pos0) const {
+  return reinterpret_cast<const uint16_t*>(rows_of_type(KvType::F16, true, seq, layer, pos0));
 }
 
 }  // namespace lamina::model

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <thread>
 #include <vector>
@@ -77,6 +78,21 @@ TEST(ThreadPool, ManyRoundsBackToBack) {
     });
   }
   EXPECT_EQ(total.load(), 2000L * 64);
+}
+
+// Rounds that start while the workers sleep (after a pause) or spin (back
+// to back): the caller runs the shares no worker has started, so which OS
+// thread runs an index varies, but each index runs exactly once per round,
+// with that round's task.
+TEST(ThreadPool, EachIndexOncePerRoundWhoeverRunsIt) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> calls(3);
+  for (int round = 0; round < 400; ++round) {
+    if (round % 4 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    pool.run_on_all([&, round](size_t t) { calls[t].fetch_add(round); });
+    const int expected = round * (round + 1) / 2;
+    for (size_t t = 0; t < 3; ++t) ASSERT_EQ(calls[t].load(), expected) << "index " << t << ", round " << round;
+  }
 }
 
 }  // namespace

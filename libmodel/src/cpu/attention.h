@@ -25,21 +25,22 @@ struct AttentionShape {
 
 // For each token t and head h: out[t][h] = softmax over visible cache
 // positions of (q[t][h] . k) * scale, times v. Each (token, head) is computed
-// alone, so the result never depends on the rest of the batch.
-// `scratch` holds per-thread buffers, grown once to fit n_ctx.
+// alone, so the result never depends on the rest of the batch. The cache's
+// rows are read where they lie, f32 or f16 (widened in registers).
+// `scratch_` holds per-thread buffers, sized once to fit n_ctx.
 class Attention {
  public:
-  Attention(uint32_t n_ctx, int n_threads, const ModelConfig& config);
+  Attention(uint32_t n_ctx, int n_threads);
   void run(const AttentionShape& shape, const KvCache& cache, uint32_t layer,
            std::span<const TokenInput> tokens, const float* q, float* out, quant::ThreadPool& pool);
 
  private:
   struct Scratch {
-    Workspace scores;
-    Workspace k_rows;  // f16 caches are widened here
-    Workspace v_rows;
-    std::vector<double> acc;  // one head's output
+    Workspace scores;  // q . k per position, scaled and capped, then exp(score - max)
   };
+  template <class Row>
+  void run_rows(const AttentionShape& shape, const KvCache& cache, uint32_t layer,
+                std::span<const TokenInput> tokens, const float* q, float* out, quant::ThreadPool& pool);
   std::vector<Scratch> scratch_;
 };
 

@@ -74,24 +74,27 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
       pool(static_cast<std::size_t>(default_threads(o.n_threads))),
       cache(c, {o.n_ctx ? o.n_ctx : default_ctx(c), o.n_seq, o.kv_type}),
       linear(pool, o.exact_activations),
-      attention(cache.n_ctx(), static_cast<int>(pool.num_threads()), c),
+      attention(cache.n_ctx(), static_cast<int>(pool.num_threads())),
       moe(c, o.max_batch) {
   if (options.max_batch == 0) throw ModelError("max_batch must be positive");
   if (options.pack_weights) {
-    // The file's pages of a packed matrix leave resident memory (the tied
-    // output's stay readable for the embedding lookups: they come back on use).
-    const auto pack = [&](const Matrix& m) {
-      if (linear.prepare(m)) model.file().release_pages(m.data, std::size_t{m.n_out} * m.row_bytes);
-    };
+    std::vector<const Matrix*> matrices;
+    std::vector<Matrix> experts;
     for (const LayerWeights& l : w.layers) {
-      for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*m);
+      for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(m);
       // Each expert of a stack on its own: the experts' products take them
-      // one by one (an absent stack is one empty matrix, which pack skips).
+      // one by one (an absent stack is one empty matrix, which is skipped).
       for (const Matrix* m : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
-        for (uint32_t e = 0; e < m->n_expert; ++e) pack(m->expert(e));
+        for (uint32_t e = 0; e < m->n_expert; ++e) experts.push_back(m->expert(e));
       }
     }
-    pack(w.output);
+    for (const Matrix& e : experts) matrices.push_back(&e);
+    matrices.push_back(&w.output);
+    // The file's pages of a packed matrix leave resident memory (the tied
+    // output's stay readable for the embedding lookups: they come back on use).
+    linear.prepare(matrices, [&](const Matrix& m) {
+      model.file().release_pages(m.data, std::size_t{m.n_out} * m.row_bytes);
+    });
   }
   options.n_ctx = cache.n_ctx();
   const std::size_t B = options.max_batch;

@@ -1,5 +1,9 @@
 #include "linear.h"
 
+#include <atomic>
+#include <exception>
+#include <unordered_set>
+
 #include "lamina/quant/kernels.h"
 #include "lamina/quant/reference.h"
 
@@ -29,10 +33,34 @@ void Linear::apply_exact(const Matrix& w, const float* x, std::size_t n_rows, fl
   });
 }
 
-bool Linear::prepare(const Matrix& w) {
-  if (exact_ || !w || w.n_expert != 1 || !quant::packed_layout_is_faster(w.format)) return false;
-  if (!packed_.count(w.data)) packed_.emplace(w.data, quant::pack_weights(w.format, w.data, w.n_out, w.n_in, &pool_));
-  return true;
+void Linear::prepare(std::span<const Matrix* const> ws, const std::function<void(const Matrix&)>& done) {
+  std::vector<const Matrix*> todo;
+  std::unordered_set<const std::byte*> seen;
+  for (const Matrix* w : ws) {
+    if (exact_ || !*w || w->n_expert != 1 || !quant::packed_layout_is_faster(w->format)) continue;
+    if (packed_.count(w->data) || !seen.insert(w->data).second) continue;
+    todo.push_back(w);
+  }
+  std::vector<quant::PackedWeights> out(todo.size());
+  std::vector<std::exception_ptr> errors(pool_.num_threads());
+  std::atomic<std::size_t> next{0};
+  pool_.run_on_all([&](std::size_t thread) {
+    try {
+      for (std::size_t i = next.fetch_add(1, std::memory_order_relaxed); i < todo.size();
+           i = next.fetch_add(1, std::memory_order_relaxed)) {
+        const Matrix& w = *todo[i];
+        out[i] = quant::pack_weights(w.format, w.data, w.n_out, w.n_in);
+        done(w);
+      }
+    } catch (...) {
+      errors[thread] = std::current_exception();
+      next.store(todo.size(), std::memory_order_relaxed);  // the others stop too
+    }
+  });
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  for (std::size_t i = 0; i < todo.size(); ++i) packed_.emplace(todo[i]->data, std::move(out[i]));
 }
 
 const quant::PackedWeights* Linear::packed(const Matrix& w) const {

@@ -3,7 +3,9 @@
 
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <initializer_list>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -25,10 +27,13 @@ class Linear {
   // it matches backends that keep activations in floating point.
   Linear(quant::ThreadPool& pool, bool exact);
 
-  // Packs w for the later products with it, if its format has a packed
-  // layout that this CPU runs faster (and the products are not exact).
-  // Returns whether it did (then w's own bytes are no longer read).
-  bool prepare(const Matrix& w);
+  // Packs each of `ws` whose format has a packed layout that this CPU runs
+  // faster (unless the products are exact) for the later products with it,
+  // and calls done(w) for each packed one as soon as it is (w's own bytes
+  // are no longer read then). Whole matrices go to the pool's threads, which
+  // take them from a shared counter: no wait between matrices, and one
+  // thread's page faults on the file overlap another's packing.
+  void prepare(std::span<const Matrix* const> ws, const std::function<void(const Matrix&)>& done);
 
   void apply(const Matrix& w, const float* x, std::size_t n_rows, float* y);
   // The same for several matrices sharing one input (Q, K and V; gate and

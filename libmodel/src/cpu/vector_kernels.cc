@@ -3,8 +3,11 @@
 #define HWY_TARGET_INCLUDE "vector_kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
+#include <cmath>
+
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "lamina/quant/half.h"
 #include "vector_kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -15,47 +18,213 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DD = hn::ScalableTag<double>;
 using DF = hn::Rebind<float, DD>;
 
-// The 8 partial sums of dot_f64 as 8 / Lanes(DD) vectors (lane j of vector
-// v is sum v * Lanes + j), so every target adds the same products into the
-// same sums.
-constexpr size_t kSums = 8;
-
-double DotF64(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t n) {
-  const DD dd;
-  const DF df;
-  constexpr size_t kMaxVectors = kSums;  // at least one double per vector
-  const size_t N = hn::Lanes(dd);
-  const size_t vectors = kSums / N;
-  hn::Vec<DD> sums[kMaxVectors];
-  for (size_t v = 0; v < vectors; ++v) sums[v] = hn::Zero(dd);
-  size_t i = 0;
-  for (; i + kSums <= n; i += kSums) {
-    for (size_t v = 0; v < vectors; ++v) {
-      const auto x = hn::PromoteTo(dd, hn::LoadU(df, a + i + v * N));
-      const auto y = hn::PromoteTo(dd, hn::LoadU(df, b + i + v * N));
-      sums[v] = hn::Add(sums[v], hn::Mul(x, y));
-    }
-  }
-  HWY_ALIGN double lanes[kSums];
-  for (size_t v = 0; v < vectors; ++v) hn::Store(sums[v], dd, lanes + v * N);
-  // The tail goes into sums 0, 1, ... as the scalar loop adds it.
-  for (size_t l = 0; i < n; ++i, ++l) lanes[l] += static_cast<double>(a[i]) * b[i];
-  double total = 0.0;
-  for (double s : lanes) total += s;
-  return total;
+// f16 bits to f32, exactly. x86 converts in hardware (F16C) from AVX2 on;
+// below it Highway's emulation maps inf and nan to finite values, so the
+// widening is done here in integer lanes: the magnitude bits moved into
+// f32's place and scaled by 2^112 (exact for normals and subnormals alike),
+// exponent 31 made 255.
+template <class D>
+HWY_INLINE hn::Vec<D> HalfToFloat(D df, const uint16_t* HWY_RESTRICT p) {
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX2
+  const hn::RebindToSigned<D> di;
+  const auto bits = hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<D>(), hn::LoadU(hn::Rebind<uint16_t, D>(), p)));
+  const auto magnitude = hn::ShiftLeft<13>(hn::And(bits, hn::Set(di, 0x7fff)));
+  const auto scaled = hn::BitCast(di, hn::Mul(hn::BitCast(df, magnitude), hn::Set(df, 0x1p112f)));
+  const auto special = hn::Eq(hn::And(bits, hn::Set(di, 0x7c00)), hn::Set(di, 0x7c00));
+  const auto body = hn::IfThenElse(special, hn::Or(magnitude, hn::Set(di, 0x7f800000)), scaled);
+  return hn::BitCast(df, hn::Or(body, hn::ShiftLeft<16>(hn::And(bits, hn::Set(di, 0x8000)))));
+#else
+  return hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::float16_t, D>(), reinterpret_cast<const hwy::float16_t*>(p)));
+#endif
 }
 
-void AddScaledF64(double p, const float* HWY_RESTRICT x, double* HWY_RESTRICT acc, size_t n) {
-  const DD dd;
-  const DF df;
-  const size_t N = hn::Lanes(dd);
-  const auto vp = hn::Set(dd, p);
+// f32 to f16 bits, rounded to nearest even, in integer lanes on every target
+// (the same steps as quant::f32_to_f16, so the cache holds the same bits
+// whichever target wrote it).
+template <class D>
+HWY_INLINE void FloatToHalf(D df, const float* HWY_RESTRICT x, uint16_t* HWY_RESTRICT out) {
+  const hn::RebindToSigned<D> di;
+  const auto bits = hn::BitCast(di, hn::LoadU(df, x));
+  const auto abs = hn::And(bits, hn::Set(di, 0x7fffffff));
+  const auto sign = hn::And(hn::ShiftRight<16>(bits), hn::Set(di, 0x8000));
+  // Below 2^-14 (subnormal or zero): adding 0.5 rounds to a multiple of
+  // 2^-24 and leaves the f16 code in the low mantissa bits.
+  const auto subnormal =
+      hn::Sub(hn::BitCast(di, hn::Add(hn::BitCast(df, abs), hn::Set(df, 0.5f))), hn::Set(di, 0x3f000000));
+  const auto odd = hn::And(hn::ShiftRight<13>(abs), hn::Set(di, 1));
+  const auto normal =
+      hn::ShiftRight<13>(hn::Sub(hn::Add(abs, hn::Add(hn::Set(di, 0xfff), odd)), hn::Set(di, 112 << 23)));
+  const auto quiet_nan = hn::Or(hn::Set(di, 0x7e00), hn::And(hn::ShiftRight<13>(abs), hn::Set(di, 0x3ff)));
+  auto h = hn::IfThenElse(hn::Lt(abs, hn::Set(di, 0x38800000)), subnormal, normal);
+  h = hn::IfThenElse(hn::Gt(abs, hn::Set(di, 0x477fefff)), hn::Set(di, 0x7c00), h);  // rounds to >= 65520
+  h = hn::IfThenElse(hn::Gt(abs, hn::Set(di, 0x7f800000)), quiet_nan, h);
+  const hn::Rebind<uint16_t, D> du16;
+  hn::StoreU(hn::DemoteTo(du16, hn::Or(h, sign)), du16, out);
+}
+
+// f32 lanes of a KV row, widened from f16 where the cache holds f16.
+using DF32 = hn::ScalableTag<float>;
+using VF32 = hn::Vec<DF32>;
+struct RowsF32 {
+  using T = float;
+  static HWY_INLINE VF32 Load(const T* HWY_RESTRICT p) { return hn::LoadU(DF32(), p); }
+  static float Scalar(T x) { return x; }
+};
+struct RowsF16 {
+  using T = uint16_t;
+  static HWY_INLINE VF32 Load(const T* HWY_RESTRICT p) { return HalfToFloat(DF32(), p); }
+  static float Scalar(T x) { return quant::f16_to_f32(x); }
+};
+
+// R rows at once: a's vectors are loaded once for all of them, and each
+// row's sum is its own chain of fused multiply-adds. A row's sum: its
+// vectors in order into one accumulator, the ragged end (zero-padded) last,
+// then Highway's lane sum: fixed for a target, whatever the tile.
+template <class Rows, size_t R>
+HWY_INLINE void DotRowsTile(const float* HWY_RESTRICT a, const typename Rows::T* HWY_RESTRICT rows, size_t stride,
+                            size_t n, float* HWY_RESTRICT out) {
+  const DF32 df;
+  const size_t N = hn::Lanes(df);
+  VF32 sums[R];
+  for (size_t r = 0; r < R; ++r) sums[r] = hn::Zero(df);
   size_t i = 0;
   for (; i + N <= n; i += N) {
-    const auto v = hn::PromoteTo(dd, hn::LoadU(df, x + i));
-    hn::StoreU(hn::Add(hn::LoadU(dd, acc + i), hn::Mul(vp, v)), dd, acc + i);
+    const VF32 x = hn::LoadU(df, a + i);
+    for (size_t r = 0; r < R; ++r) sums[r] = hn::MulAdd(x, Rows::Load(rows + r * stride + i), sums[r]);
   }
-  for (; i < n; ++i) acc[i] += p * x[i];
+  if (i < n) {
+    HWY_ALIGN float a_tail[hn::MaxLanes(df)] = {};
+    HWY_ALIGN float row_tail[hn::MaxLanes(df)] = {};
+    for (size_t k = i; k < n; ++k) a_tail[k - i] = a[k];
+    const VF32 x = hn::Load(df, a_tail);
+    for (size_t r = 0; r < R; ++r) {
+      for (size_t k = i; k < n; ++k) row_tail[k - i] = Rows::Scalar(rows[r * stride + k]);
+      sums[r] = hn::MulAdd(x, hn::Load(df, row_tail), sums[r]);
+    }
+  }
+  for (size_t r = 0; r < R; ++r) out[r] = hn::GetLane(hn::SumOfLanes(df, sums[r]));
+}
+
+template <class Rows>
+void DotRows(const float* HWY_RESTRICT a, const typename Rows::T* HWY_RESTRICT rows, size_t stride, size_t n_rows,
+             size_t n, float* HWY_RESTRICT out) {
+  constexpr size_t kTile = 4;
+  size_t r = 0;
+  for (; r + kTile <= n_rows; r += kTile) DotRowsTile<Rows, kTile>(a, rows + r * stride, stride, n, out + r);
+  for (; r < n_rows; ++r) DotRowsTile<Rows, 1>(a, rows + r * stride, stride, n, out + r);
+}
+
+// K vectors of acc held in registers while every row passes. With few
+// vectors a second bank takes the odd rows (added in at the end), so that
+// the multiply-adds are not one chain per vector.
+template <class Rows, size_t K>
+HWY_INLINE void AccumulateChunk(const float* HWY_RESTRICT p, const typename Rows::T* HWY_RESTRICT rows,
+                                size_t stride, size_t n_rows, float* HWY_RESTRICT acc) {
+  const DF32 df;
+  const size_t N = hn::Lanes(df);
+  constexpr size_t kBanks = K <= 4 ? 2 : 1;
+  VF32 sums[kBanks][K];
+  for (size_t k = 0; k < K; ++k) {
+    sums[0][k] = hn::LoadU(df, acc + k * N);
+    if constexpr (kBanks == 2) sums[1][k] = hn::Zero(df);
+  }
+  size_t j = 0;
+  for (; j + kBanks <= n_rows; j += kBanks) {
+    for (size_t b = 0; b < kBanks; ++b) {
+      const VF32 vp = hn::Set(df, p[j + b]);
+      const typename Rows::T* row = rows + (j + b) * stride;
+      for (size_t k = 0; k < K; ++k) sums[b][k] = hn::MulAdd(vp, Rows::Load(row + k * N), sums[b][k]);
+    }
+  }
+  for (; j < n_rows; ++j) {
+    const VF32 vp = hn::Set(df, p[j]);
+    for (size_t k = 0; k < K; ++k) sums[0][k] = hn::MulAdd(vp, Rows::Load(rows + j * stride + k * N), sums[0][k]);
+  }
+  for (size_t k = 0; k < K; ++k) {
+    if constexpr (kBanks == 2) sums[0][k] = hn::Add(sums[0][k], sums[1][k]);
+    hn::StoreU(sums[0][k], df, acc + k * N);
+  }
+}
+
+template <class Rows>
+void AccumulateRows(const float* HWY_RESTRICT p, const typename Rows::T* HWY_RESTRICT rows, size_t stride,
+                    size_t n_rows, size_t n, float* HWY_RESTRICT acc) {
+  const size_t N = hn::Lanes(DF32());
+  size_t i = 0;
+  for (; i + 8 * N <= n; i += 8 * N) AccumulateChunk<Rows, 8>(p, rows + i, stride, n_rows, acc + i);
+  if (i + 4 * N <= n) AccumulateChunk<Rows, 4>(p, rows + i, stride, n_rows, acc + i), i += 4 * N;
+  if (i + 2 * N <= n) AccumulateChunk<Rows, 2>(p, rows + i, stride, n_rows, acc + i), i += 2 * N;
+  if (i + N <= n) AccumulateChunk<Rows, 1>(p, rows + i, stride, n_rows, acc + i), i += N;
+  for (; i < n; ++i) {
+    for (size_t j = 0; j < n_rows; ++j) acc[i] = std::fma(p[j], Rows::Scalar(rows[j * stride + i]), acc[i]);
+  }
+}
+
+void DotRowsF32(const float* a, const float* rows, size_t stride, size_t n_rows, size_t n, float* out) {
+  DotRows<RowsF32>(a, rows, stride, n_rows, n, out);
+}
+void DotRowsF16(const float* a, const uint16_t* rows, size_t stride, size_t n_rows, size_t n, float* out) {
+  DotRows<RowsF16>(a, rows, stride, n_rows, n, out);
+}
+void AccumulateRowsF32(const float* p, const float* rows, size_t stride, size_t n_rows, size_t n, float* acc) {
+  AccumulateRows<RowsF32>(p, rows, stride, n_rows, n, acc);
+}
+void AccumulateRowsF16(const float* p, const uint16_t* rows, size_t stride, size_t n_rows, size_t n, float* acc) {
+  AccumulateRows<RowsF16>(p, rows, stride, n_rows, n, acc);
+}
+
+// x[i] = exp(x[i] - shift); returns the sum of the new x, lanes first (a
+// fixed order for a target).
+float ExpShiftSum(float* HWY_RESTRICT x, size_t n, float shift) {
+  const DF32 df;
+  const size_t N = hn::Lanes(df);
+  const VF32 vshift = hn::Set(df, shift);
+  VF32 sum = hn::Zero(df);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const VF32 e = hn::Exp(df, hn::Sub(hn::LoadU(df, x + i), vshift));
+    hn::StoreU(e, df, x + i);
+    sum = hn::Add(sum, e);
+  }
+  if (i < n) {
+    // A tail padded with -inf, whose exp adds zero.
+    HWY_ALIGN float tail[hn::MaxLanes(df)];
+    for (size_t k = 0; k < N; ++k) tail[k] = i + k < n ? x[i + k] : -INFINITY;
+    const VF32 e = hn::Exp(df, hn::Sub(hn::Load(df, tail), vshift));
+    hn::Store(e, df, tail);
+    for (size_t k = i; k < n; ++k) x[k] = tail[k - i];
+    sum = hn::Add(sum, e);
+  }
+  return hn::GetLane(hn::SumOfLanes(df, sum));
+}
+
+void F32ToF16Row(const float* HWY_RESTRICT x, uint16_t* HWY_RESTRICT out, size_t n) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  size_t i = 0;
+  for (; i + N <= n; i += N) FloatToHalf(df, x + i, out + i);
+  if (i < n) {
+    // The same operations on a zero-padded copy of the tail.
+    HWY_ALIGN float x_tail[hn::MaxLanes(df)] = {};
+    HWY_ALIGN uint16_t o_tail[hn::MaxLanes(df)];
+    for (size_t k = i; k < n; ++k) x_tail[k - i] = x[k];
+    FloatToHalf(df, x_tail, o_tail);
+    for (size_t k = i; k < n; ++k) out[k] = o_tail[k - i];
+  }
+}
+
+void F16ToF32Row(const uint16_t* HWY_RESTRICT x, float* HWY_RESTRICT out, size_t n) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(HalfToFloat(df, x + i), df, out + i);
+  if (i < n) {
+    HWY_ALIGN uint16_t x_tail[hn::MaxLanes(df)] = {};
+    HWY_ALIGN float o_tail[hn::MaxLanes(df)];
+    for (size_t k = i; k < n; ++k) x_tail[k - i] = x[k];
+    hn::Store(HalfToFloat(df, x_tail), df, o_tail);
+    for (size_t k = i; k < n; ++k) out[k] = o_tail[k - i];
+  }
 }
 
 void SiluMul(const float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, float* HWY_RESTRICT out, size_t n) {
@@ -89,37 +258,85 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include <cmath>
+#include <type_traits>
 
 namespace lamina::model::cpu {
-HWY_EXPORT(DotF64);
-HWY_EXPORT(AddScaledF64);
+HWY_EXPORT(DotRowsF32);
+HWY_EXPORT(DotRowsF16);
+HWY_EXPORT(AccumulateRowsF32);
+HWY_EXPORT(AccumulateRowsF16);
+HWY_EXPORT(ExpShiftSum);
+HWY_EXPORT(F32ToF16Row);
+HWY_EXPORT(F16ToF32Row);
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(TargetName);
 
-double dot_f64(const float* a, const float* b, std::size_t n) { return HWY_DYNAMIC_DISPATCH(DotF64)(a, b, n); }
-void add_scaled_f64(double p, const float* x, double* acc, std::size_t n) {
-  HWY_DYNAMIC_DISPATCH(AddScaledF64)(p, x, acc, n);
+template <class Row>
+void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, float* out) {
+  if constexpr (std::is_same_v<Row, float>) {
+    HWY_DYNAMIC_DISPATCH(DotRowsF32)(a, rows, stride, n_rows, n, out);
+  } else {
+    HWY_DYNAMIC_DISPATCH(DotRowsF16)(a, rows, stride, n_rows, n, out);
+  }
 }
+template <class Row>
+void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     float* acc) {
+  if constexpr (std::is_same_v<Row, float>) {
+    HWY_DYNAMIC_DISPATCH(AccumulateRowsF32)(p, rows, stride, n_rows, n, acc);
+  } else {
+    HWY_DYNAMIC_DISPATCH(AccumulateRowsF16)(p, rows, stride, n_rows, n, acc);
+  }
+}
+template void dot_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, float*);
+template void dot_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, float*);
+template void accumulate_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, float*);
+template void accumulate_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, float*);
+float exp_shift_sum(float* x, std::size_t n, float shift) { return HWY_DYNAMIC_DISPATCH(ExpShiftSum)(x, n, shift); }
+void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n) { HWY_DYNAMIC_DISPATCH(F32ToF16Row)(x, out, n); }
+void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n) { HWY_DYNAMIC_DISPATCH(F16ToF32Row)(x, out, n); }
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, out, n);
 }
 const char* vector_kernels_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
 namespace scalar {
-double dot_f64(const float* a, const float* b, std::size_t n) {
-  constexpr std::size_t kLanes = 8;
-  double lanes[kLanes] = {};
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (std::size_t l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(a[i + l]) * b[i + l];
+namespace {
+double widen(float x) { return x; }
+double widen(uint16_t h) { return quant::f16_to_f32(h); }
+
+}  // namespace
+
+template <class Row>
+void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, double* out) {
+  for (std::size_t r = 0; r < n_rows; ++r) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(a[i]) * widen(rows[r * stride + i]);
+    out[r] = sum;
   }
-  for (std::size_t l = 0; i < n; ++i, ++l) lanes[l] += static_cast<double>(a[i]) * b[i];
+}
+template <class Row>
+void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     double* acc) {
+  for (std::size_t r = 0; r < n_rows; ++r) {
+    for (std::size_t i = 0; i < n; ++i) acc[i] += static_cast<double>(p[r]) * widen(rows[r * stride + i]);
+  }
+}
+template void dot_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, double*);
+template void dot_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, double*);
+template void accumulate_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, double*);
+template void accumulate_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, double*);
+
+double exp_shift_sum(const float* x, std::size_t n, float shift, double* out) {
   double sum = 0.0;
-  for (double v : lanes) sum += v;
+  for (std::size_t i = 0; i < n; ++i) sum += out[i] = std::exp(static_cast<double>(x[i]) - shift);
   return sum;
 }
-void add_scaled_f64(double p, const float* x, double* acc, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) acc[i] += p * x[i];
+void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = quant::f32_to_f16(x[i]);
+}
+void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = quant::f16_to_f32(x[i]);
 }
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {

@@ -2,20 +2,41 @@
 // dispatched to the best target once per call). Each has the numerics of the
 // plain loop it replaces, noted below; the scalar forms live beside them in
 // vector_kernels.cc and the tests compare the two on every target.
+//
+// The attention loops read KV rows as f32 or as f16 (IEEE binary16 bits, as
+// the cache stores them); f16 is widened in registers, exactly, so a row
+// gives the same result in either form once rounded to f16.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace lamina::model::cpu {
 
-// sum a[i] * b[i] in double: 8 interleaved partial sums (element i into sum
-// i % 8, products and additions rounded separately), then added in order
-// 0..7. Bit-identical on every target.
-double dot_f64(const float* a, const float* b, std::size_t n);
+// The attention's loops, in f32 with fused multiply-adds. Each result is
+// computed alone, in an order fixed for the target (never by n_rows or by
+// what else runs), so attention stays independent of the batch. The scalar
+// forms compute the exact sums in double; the tests bound the difference by
+// the f32 rounding error those sums can carry.
 
-// acc[i] += p * x[i] in double (product and addition rounded separately).
-// Bit-identical on every target.
-void add_scaled_f64(double p, const float* x, double* acc, std::size_t n);
+// Row: float (rows of an f32 cache) or uint16_t (f16 bits).
+// out[r] = sum a[i] * row_r[i], row_r = rows + r * stride, for r < n_rows.
+template <class Row>
+void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, float* out);
+
+// acc[i] += sum over r < n_rows of p[r] * row_r[i].
+template <class Row>
+void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     float* acc);
+
+// x[i] = exp(x[i] - shift) (Highway's exp, within a few ulp); returns the sum of the new x.
+float exp_shift_sum(float* x, std::size_t n, float shift);
+
+// f32 <-> f16 (round to nearest, ties to even; inf and nan kept, nan made
+// quiet), as lamina/quant/half.h converts one value. Bit-identical on every
+// target.
+void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n);
+void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n);
 
 // out[i] = float(g / (1 + exp(-g))) * up[i] with g = gate[i] in double: the
 // SiLU-gated product of the FFN. exp is Highway's (within 1 ulp in double of
@@ -23,9 +44,17 @@ void add_scaled_f64(double p, const float* x, double* acc, std::size_t n);
 // form's in the last bit, rarely.
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n);
 
+// The slow, obvious forms the tests hold the SIMD ones to.
 namespace scalar {
-double dot_f64(const float* a, const float* b, std::size_t n);
-void add_scaled_f64(double p, const float* x, double* acc, std::size_t n);
+template <class Row>
+void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, double* out);
+template <class Row>
+void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     double* acc);
+// out[i] = exp(x[i] - shift) in double; returns their sum.
+double exp_shift_sum(const float* x, std::size_t n, float shift, double* out);
+void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n);
+void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n);
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n);
 }  // namespace scalar
 

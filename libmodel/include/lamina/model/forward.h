@@ -23,7 +23,7 @@ struct ForwardOptions {
   uint32_t n_ctx = 0;        // positions per sequence; 0: the model's training context (capped at 4096)
   uint32_t n_seq = 1;        // sequence slots in the KV cache
   uint32_t max_batch = 512;  // tokens per internal step; larger batches are split
-  KvType kv_type = KvType::F32;
+  KvType kv_type = KvType::F16;  // half the memory of F32, as llama.cpp defaults
   int n_threads = 0;         // 0: all hardware threads
   // Exact numerics: quantized weights meet f32 activations and GELU is
   // computed exactly. The default follows llama.cpp's CPU backend instead

@@ -14,11 +14,11 @@ enum class KvType { F32, F16 };
 struct KvCacheOptions {
   uint32_t n_ctx = 0;    // positions per sequence
   uint32_t n_seq = 1;    // sequence slots
-  KvType type = KvType::F32;
+  KvType type = KvType::F16;
 };
 
 // Storage is allocated once: [seq][layer][pos][kv_dim] for K and for V. Rows
-// are written and read as f32; an F16 cache rounds on write.
+// are written as f32; an F16 cache rounds them to nearest even on write.
 class KvCache {
  public:
   KvCache(const ModelConfig& config, const KvCacheOptions& options);
@@ -33,12 +33,19 @@ class KvCache {
   // Reads `n_pos` rows starting at `pos0` into `out` ([n_pos][dim], f32).
   void load_k(uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const;
   void load_v(uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const;
-  // Direct f32 rows (only for an F32 cache): avoids a copy in attention.
+  // The rows from `pos0` on as stored, k_dim() or v_dim() values apart, for
+  // attention to read without a copy: f32 rows of an F32 cache, f16 bits of
+  // an F16 one; nullptr when the cache holds the other type.
   const float* k_rows_f32(uint32_t seq, uint32_t layer, uint32_t pos0) const;
   const float* v_rows_f32(uint32_t seq, uint32_t layer, uint32_t pos0) const;
+  const uint16_t* k_rows_f16(uint32_t seq, uint32_t layer, uint32_t pos0) const;
+  const uint16_t* v_rows_f16(uint32_t seq, uint32_t layer, uint32_t pos0) const;
+  uint32_t k_dim() const { return k_dim_; }
+  uint32_t v_dim() const { return v_dim_; }
 
  private:
   std::size_t offset(bool value, uint32_t seq, uint32_t layer, uint32_t pos) const;
+  const std::byte* rows_of_type(KvType type, bool value, uint32_t seq, uint32_t layer, uint32_t pos0) const;
   void store(bool value, uint32_t seq, uint32_t layer, uint32_t pos, const float* src);
   void load(bool value, uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const;
 

@@ -23,9 +23,12 @@ class ThreadPool {
 
   size_t num_threads() const { return num_threads_; }
 
-  // Calls task(thread_index) once on each thread (0 .. num_threads()-1) and
-  // returns when all have returned. One call at a time per pool; the task
-  // must not throw.
+  // Calls task(thread_index) once for each index 0 .. num_threads()-1 and
+  // returns when all have returned. Index 0 runs on the caller; index i on
+  // worker i, or on the caller when worker i has not started by the time
+  // the caller's own share is done (a worker waiting for a core on a busy
+  // machine is not waited for). One call at a time per pool; the task must
+  // not throw.
   template <class Task>
   void run_on_all(Task&& task) {
     using T = std::remove_reference_t<Task>;

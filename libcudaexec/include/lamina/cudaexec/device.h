@@ -5,16 +5,18 @@
 #include <stdexcept>
 #include <string>
 
+#include "lamina/cudaexec/export.h"
+
 namespace lamina::cudaexec {
 
 // Anything the GPU path cannot do: no device, out of device memory, a failed
 // CUDA call (the message names the call and where), an unsupported format.
-class CudaError : public std::runtime_error {
+class LAMINA_CUDAEXEC_API CudaError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-struct DeviceInfo {
+struct LAMINA_CUDAEXEC_API DeviceInfo {
   int index = 0;
   std::string name;
   int cc_major = 0;
@@ -27,9 +29,9 @@ struct DeviceInfo {
 
 // Number of usable CUDA devices; 0 when there is no driver or no device
 // (never throws).
-int device_count();
+LAMINA_CUDAEXEC_API int device_count();
 
 // Facts about device `index`. Throws CudaError.
-DeviceInfo device_info(int index);
+LAMINA_CUDAEXEC_API DeviceInfo device_info(int index);
 
 }  // namespace lamina::cudaexec

@@ -12,10 +12,11 @@
 
 #include "lamina/cudaexec/device.h"
 #include "lamina/cudaexec/model_desc.h"
+#include "lamina/cudaexec/export.h"
 
 namespace lamina::cudaexec {
 
-struct ExecutorOptions {
+struct LAMINA_CUDAEXEC_API ExecutorOptions {
   int device = 0;
   uint32_t n_ctx = 4096;      // positions per sequence
   uint32_t n_seq = 1;         // sequence slots in the KV cache
@@ -24,7 +25,7 @@ struct ExecutorOptions {
   bool use_graphs = true;     // replay decode steps as CUDA graphs (eager if false or if capture fails)
 };
 
-struct StepToken {
+struct LAMINA_CUDAEXEC_API StepToken {
   int32_t token = 0;
   uint32_t pos = 0;   // position within its sequence
   uint32_t seq = 0;   // KV cache slot
@@ -32,13 +33,13 @@ struct StepToken {
 };
 
 // Where the device memory went, in bytes.
-struct MemoryUse {
+struct LAMINA_CUDAEXEC_API MemoryUse {
   std::size_t weights = 0;
   std::size_t kv_cache = 0;
   std::size_t workspace = 0;
 };
 
-class Executor {
+class LAMINA_CUDAEXEC_API Executor {
  public:
   // Uploads the weights and allocates everything. Throws CudaError when there
   // is no such device, a tensor format has no kernel, or the model, cache and
@@ -73,7 +74,7 @@ class Executor {
   bool graphs_enabled() const;
 
  private:
-  struct Impl;
+  struct LAMINA_CUDAEXEC_LOCAL Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lamina/quant/format.h"
+#include "lamina/cudaexec/export.h"
 
 namespace lamina::cudaexec {
 
@@ -17,7 +18,7 @@ enum class FfnKind : uint8_t { GatedSilu, GatedGelu, Gelu, MoeGatedSilu };
 
 // n_out rows of n_in values in `format`, contiguous (ggml [n_in, n_out]);
 // for expert tensors, n_expert such matrices one after the other.
-struct HostMatrix {
+struct LAMINA_CUDAEXEC_API HostMatrix {
   quant::QuantFormat format = quant::QuantFormat::F32;
   const void* data = nullptr;
   uint32_t n_in = 0;
@@ -27,13 +28,13 @@ struct HostMatrix {
 };
 
 // A 1-D f32 parameter (norm weight, bias, rope frequency factors).
-struct HostVector {
+struct LAMINA_CUDAEXEC_API HostVector {
   const float* data = nullptr;
   uint32_t n = 0;
   explicit operator bool() const { return data != nullptr; }
 };
 
-struct LayerDesc {
+struct LAMINA_CUDAEXEC_API LayerDesc {
   HostVector attn_norm, attn_norm_bias;
   HostMatrix wq, wk, wv, wqkv;  // separate, or wqkv = [q; k; v]
   HostVector bq, bk, bv, bqkv;
@@ -51,7 +52,7 @@ struct LayerDesc {
   uint32_t sliding_window = 0;  // 0: attends to every earlier position
 };
 
-struct ModelDesc {
+struct LAMINA_CUDAEXEC_API ModelDesc {
   NormKind norm = NormKind::Rms;
   RopeKind rope = RopeKind::Norm;
   FfnKind ffn = FfnKind::GatedSilu;

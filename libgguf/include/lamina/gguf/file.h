@@ -15,12 +15,13 @@
 
 #include "lamina/gguf/types.h"
 #include "lamina/gguf/value.h"
+#include "lamina/gguf/export.h"
 
 namespace lamina::gguf {
 
 // Every problem with a file or a lookup. `offset` is the byte offset in the
 // file where the problem was found, when there is one.
-class GgufError : public std::runtime_error {
+class LAMINA_GGUF_API GgufError : public std::runtime_error {
  public:
   static constexpr uint64_t kNoOffset = ~uint64_t{0};
   explicit GgufError(const std::string& message, uint64_t offset = kNoOffset);
@@ -33,7 +34,7 @@ class GgufError : public std::runtime_error {
 inline constexpr uint32_t kMaxDims = 4;
 inline constexpr uint32_t kDefaultAlignment = 32;
 
-struct TensorInfo {
+struct LAMINA_GGUF_API TensorInfo {
   std::string name;
   uint32_t n_dims = 0;
   std::array<uint64_t, kMaxDims> ne{1, 1, 1, 1};  // ne[0] is the contiguous (row) length
@@ -49,7 +50,7 @@ struct TensorInfo {
   uint64_t row_bytes() const { return n_bytes / n_rows(); }
 };
 
-struct KeyValue {
+struct LAMINA_GGUF_API KeyValue {
   std::string key;
   Value value;
   uint64_t offset = 0;  // where the pair starts in the file
@@ -57,13 +58,13 @@ struct KeyValue {
 
 // Limits a reader enforces beyond the format itself, so hostile files cannot
 // make it allocate without bound.
-struct ReadLimits {
+struct LAMINA_GGUF_API ReadLimits {
   uint64_t max_string_bytes = uint64_t{1} << 30;
   uint64_t max_array_depth = 8;
   uint64_t max_array_elements = uint64_t{1} << 26;  // all arrays of a file together
 };
 
-class GgufFile {
+class LAMINA_GGUF_API GgufFile {
  public:
   // Maps `path` read-only and validates it completely. Throws GgufError.
   static GgufFile open(const std::filesystem::path& path, const ReadLimits& limits = {});
@@ -136,7 +137,7 @@ class GgufFile {
   GgufFile() = default;
   friend class Parser;
 
-  struct Mapping;
+  struct LAMINA_GGUF_LOCAL Mapping;
   std::unique_ptr<Mapping> mapping_;
   std::shared_ptr<const void> keep_alive_;  // what an assembled file's views point into
   std::span<const std::byte> bytes_;
@@ -153,6 +154,6 @@ class GgufFile {
 // Byte size of a tensor of `type` and shape `ne` (n_dims entries), with every
 // product checked for overflow and ne[0] checked against the block size.
 // Throws GgufError with a message naming the problem.
-uint64_t tensor_byte_size(TensorType type, std::span<const uint64_t> ne);
+LAMINA_GGUF_API uint64_t tensor_byte_size(TensorType type, std::span<const uint64_t> ne);
 
 }  // namespace lamina::gguf

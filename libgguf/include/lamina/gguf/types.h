@@ -5,6 +5,8 @@
 #include <optional>
 #include <string_view>
 
+#include "lamina/gguf/export.h"
+
 namespace lamina::gguf {
 
 // Metadata value type ids, as stored in the file.
@@ -25,8 +27,8 @@ enum class ValueType : uint32_t {
 };
 
 // Lower-case GGUF name of a value type ("uint32", "string", ...); "?" if unknown.
-std::string_view value_type_name(ValueType type);
-bool is_known_value_type(uint32_t id);
+LAMINA_GGUF_API std::string_view value_type_name(ValueType type);
+LAMINA_GGUF_API bool is_known_value_type(uint32_t id);
 
 // ggml tensor type ids. Ids that ggml retired (4, 5, 31-33, 36-38) are absent
 // and rejected by the reader like any other unknown id.
@@ -66,7 +68,7 @@ enum class TensorType : uint32_t {
 };
 
 // Storage facts of one tensor type: `block_size` elements take `type_size` bytes.
-struct TensorTypeTraits {
+struct LAMINA_GGUF_API TensorTypeTraits {
   TensorType type;
   std::string_view name;  // ggml's name, e.g. "Q4_K", "F32"
   uint32_t block_size;
@@ -74,17 +76,17 @@ struct TensorTypeTraits {
 };
 
 // Traits of a type id, or nullptr when the id is unknown.
-const TensorTypeTraits* tensor_type_traits(uint32_t id);
+LAMINA_GGUF_API const TensorTypeTraits* tensor_type_traits(uint32_t id);
 inline const TensorTypeTraits* tensor_type_traits(TensorType type) {
   return tensor_type_traits(static_cast<uint32_t>(type));
 }
 // Looks a type up by its ggml name (case-insensitive: "q4_k" works).
-std::optional<TensorType> tensor_type_from_name(std::string_view name);
+LAMINA_GGUF_API std::optional<TensorType> tensor_type_from_name(std::string_view name);
 // The ggml name of a type; "?" if the id is unknown.
-std::string_view tensor_type_name(TensorType type);
+LAMINA_GGUF_API std::string_view tensor_type_name(TensorType type);
 
 // Number of known tensor types, and the i-th one (for listings and tests).
-std::size_t tensor_type_count();
-const TensorTypeTraits& tensor_type_at(std::size_t index);
+LAMINA_GGUF_API std::size_t tensor_type_count();
+LAMINA_GGUF_API const TensorTypeTraits& tensor_type_at(std::size_t index);
 
 }  // namespace lamina::gguf

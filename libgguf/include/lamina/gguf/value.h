@@ -10,12 +10,13 @@
 #include <vector>
 
 #include "lamina/gguf/types.h"
+#include "lamina/gguf/export.h"
 
 namespace lamina::gguf {
 
 class Array;
 
-class Value {
+class LAMINA_GGUF_API Value {
  public:
   using Storage = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool,
                                std::string, std::shared_ptr<const Array>, uint64_t, int64_t,
@@ -70,7 +71,7 @@ class Value {
 // The elements of an array, all of one type. Scalars and strings are stored
 // packed: a 150k-token vocabulary costs its text and one offset per token,
 // not a Value per element. Arrays of arrays hold their elements as Values.
-class Array {
+class LAMINA_GGUF_API Array {
  public:
   Array() = default;  // empty, of uint8
 
@@ -114,6 +115,6 @@ class Array {
 
 // A human-readable rendering: strings quoted, arrays shortened to
 // `max_items` elements (0 = all).
-std::string to_display_string(const Value& v, std::size_t max_items = 0);
+LAMINA_GGUF_API std::string to_display_string(const Value& v, std::size_t max_items = 0);
 
 }  // namespace lamina::gguf

@@ -13,12 +13,13 @@
 #include "lamina/gguf/file.h"
 #include "lamina/gguf/types.h"
 #include "lamina/gguf/value.h"
+#include "lamina/gguf/export.h"
 
 namespace lamina::gguf {
 
 // Collects metadata and tensors, then writes a valid file. Metadata keeps the
 // order of the first `set` of each key; setting a key again replaces its value.
-class GgufWriter {
+class LAMINA_GGUF_API GgufWriter {
  public:
   explicit GgufWriter(uint32_t alignment = kDefaultAlignment);
 

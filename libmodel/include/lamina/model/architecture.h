@@ -4,6 +4,8 @@
 
 #include <string_view>
 
+#include "lamina/model/export.h"
+
 namespace lamina::model {
 
 enum class NormKind { Rms, Layer };            // LayerNorm subtracts the mean and may add a bias
@@ -12,7 +14,7 @@ enum class FfnKind { GatedSilu, GatedGelu, Gelu, MoeGatedSilu };
 enum class Layout { Separate, Fused };         // Q/K/V (or gate/up) as one stacked tensor or several
 enum class WindowLayers { None, All, Even };   // the layers attention.sliding_window applies to
 
-struct ArchSpec {
+struct LAMINA_MODEL_API ArchSpec {
   std::string_view name;  // general.architecture
   NormKind norm = NormKind::Rms;
   RopeKind rope = RopeKind::Norm;
@@ -31,8 +33,8 @@ struct ArchSpec {
 };
 
 // The spec of a supported architecture, or nullptr.
-const ArchSpec* find_arch(std::string_view name);
+LAMINA_MODEL_API const ArchSpec* find_arch(std::string_view name);
 // Comma-separated names of every supported architecture (for error messages).
-std::string_view supported_archs();
+LAMINA_MODEL_API std::string_view supported_archs();
 
 }  // namespace lamina::model

@@ -7,9 +7,11 @@
 #include <string_view>
 #include <vector>
 
+#include "lamina/model/export.h"
+
 namespace lamina::model {
 
-struct ChatMessage {
+struct LAMINA_MODEL_API ChatMessage {
   std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
   // The message's other fields as a JSON object (tool_calls, tool_call_id, name, a
@@ -20,7 +22,7 @@ struct ChatMessage {
 
 enum class ChatFamily { ChatMl, Llama2, Llama3, Mistral, Phi3, Gemma };
 
-struct ChatFormat {
+struct LAMINA_MODEL_API ChatFormat {
   ChatFamily family;
   std::string default_system;  // ChatML templates that insert one when none is given
   bool strip_thinking = false;  // drop "...</think>" from past assistant turns (Qwen3)
@@ -28,18 +30,18 @@ struct ChatFormat {
 };
 
 // The family of a Jinja chat template, or nullopt when it is none we know.
-std::optional<ChatFormat> detect_chat_format(std::string_view chat_template);
+LAMINA_MODEL_API std::optional<ChatFormat> detect_chat_format(std::string_view chat_template);
 // By name: chatml, llama2, llama3, mistral, phi3, gemma.
-std::optional<ChatFormat> chat_format_by_name(std::string_view name);
-std::string_view chat_family_name(ChatFamily family);
+LAMINA_MODEL_API std::optional<ChatFormat> chat_format_by_name(std::string_view name);
+LAMINA_MODEL_API std::string_view chat_family_name(ChatFamily family);
 
 // Renders the conversation as the template would, with `bos`/`eos` as the
 // special tokens' text. Throws std::invalid_argument when the family needs
 // alternating user/assistant turns and they do not alternate.
 // `enable_thinking` false opens the reply with an empty think block, where
 // the template supports that (Qwen3).
-std::string render_chat(const ChatFormat& format, const std::vector<ChatMessage>& messages,
-                        bool add_generation_prompt, std::string_view bos, std::string_view eos,
-                        bool enable_thinking = true);
+LAMINA_MODEL_API std::string render_chat(const ChatFormat& format, const std::vector<ChatMessage>& messages,
+                                         bool add_generation_prompt, std::string_view bos, std::string_view eos,
+                                         bool enable_thinking = true);
 
 }  // namespace lamina::model

@@ -13,12 +13,13 @@
 #include <vector>
 
 #include "lamina/model/chat.h"
+#include "lamina/model/export.h"
 
 namespace lamina::model {
 
 class Model;
 
-class ChatTemplateError : public std::runtime_error {
+class LAMINA_MODEL_API ChatTemplateError : public std::runtime_error {
  public:
   enum class Kind {
     Syntax,       // the template does not parse; the message names line:column
@@ -34,7 +35,7 @@ class ChatTemplateError : public std::runtime_error {
   Kind kind_;
 };
 
-struct ChatTemplateInputs {
+struct LAMINA_MODEL_API ChatTemplateInputs {
   std::vector<ChatMessage> messages;
   bool add_generation_prompt = true;
   std::string bos_token, eos_token;
@@ -48,7 +49,7 @@ struct ChatTemplateInputs {
 };
 
 // How ModelChat renders a conversation besides its messages.
-struct ChatRenderOptions {
+struct LAMINA_MODEL_API ChatRenderOptions {
   bool add_generation_prompt = true;
   std::vector<std::pair<std::string, bool>> flags;
   std::string tools_json;   // see ChatTemplateInputs
@@ -60,7 +61,7 @@ struct ChatRenderOptions {
 // machine: nesting, recursion, the work of one render and the size of what it
 // builds are capped (at sizes no real template comes near), and exceeding a
 // cap is a ChatTemplateError.
-class ChatTemplate {
+class LAMINA_MODEL_API ChatTemplate {
  public:
   // Parses once; throws ChatTemplateError (Kind::Syntax).
   explicit ChatTemplate(std::string_view source);
@@ -72,7 +73,7 @@ class ChatTemplate {
   std::string render(const ChatTemplateInputs& inputs) const;
 
  private:
-  struct Parsed;
+  struct LAMINA_MODEL_LOCAL Parsed;
   std::shared_ptr<const Parsed> parsed_;
 };
 
@@ -80,7 +81,7 @@ class ChatTemplate {
 // of lamina/model/chat.h standing in where the template cannot be parsed or
 // needs a feature the renderer lacks. Keeps copies of what it needs, so it may
 // outlive the model it was made from.
-class ModelChat {
+class LAMINA_MODEL_API ModelChat {
  public:
   // From tokenizer.chat_template and the text of the BOS and EOS tokens.
   explicit ModelChat(const Model& model);

@@ -7,17 +7,18 @@
 
 #include "lamina/gguf/file.h"
 #include "lamina/model/architecture.h"
+#include "lamina/model/export.h"
 
 namespace lamina::model {
 
 // A model file that cannot be run: missing or inconsistent metadata or tensors,
 // an unknown architecture or tensor type. The message names what and where.
-class ModelError : public std::runtime_error {
+class LAMINA_MODEL_API ModelError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-struct RopeConfig {
+struct LAMINA_MODEL_API RopeConfig {
   RopeKind kind = RopeKind::None;
   uint32_t n_dims = 0;          // leading dims of each head that rotate
   float freq_base = 10000.0f;
@@ -25,7 +26,7 @@ struct RopeConfig {
   bool has_freq_factors = false;  // rope_freqs.weight divides each pair's frequency
 };
 
-struct ModelConfig {
+struct LAMINA_MODEL_API ModelConfig {
   const ArchSpec* arch = nullptr;
   uint32_t n_layer = 0;
   uint32_t n_embd = 0;
@@ -61,6 +62,6 @@ struct ModelConfig {
 };
 
 // Reads and validates the hyperparameters of `file`. Throws ModelError.
-ModelConfig load_config(const gguf::GgufFile& file);
+LAMINA_MODEL_API ModelConfig load_config(const gguf::GgufFile& file);
 
 }  // namespace lamina::model

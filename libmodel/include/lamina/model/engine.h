@@ -19,20 +19,21 @@
 #include "lamina/model/forward.h"
 #include "lamina/model/model.h"
 #include "lamina/model/sampler.h"
+#include "lamina/model/export.h"
 
 namespace lamina::model {
 
 // The Engine constructor throws std::invalid_argument when max_step_tokens is
 // below the number of slots (every decoding sequence gets a token each step)
 // or prefill_chunk is 0.
-struct EngineOptions {
+struct LAMINA_MODEL_API EngineOptions {
   uint32_t max_queue = 64;          // requests waiting for a free slot; submit() refuses beyond this
   uint32_t max_step_tokens = 512;   // tokens per forward step, decode and prompt chunks together
   uint32_t prefill_chunk = 256;     // prompt tokens of one sequence per step
   bool prefix_cache = true;         // reuse a free slot's cached tokens that prefix a new prompt
 };
 
-struct CompletionRequest {
+struct LAMINA_MODEL_API CompletionRequest {
   std::vector<int32_t> prompt_ids;  // must be non-empty and shorter than the context
   int32_t max_tokens = 128;         // < 0: until the context is full; 0: none (finish Length)
   SamplerOptions sampling;          // seed included: the same seed gives the same tokens
@@ -46,7 +47,7 @@ inline constexpr int32_t kMaxTopLogprobs = 20;
 
 enum class FinishReason { Stop, Length, Cancelled, Error };
 
-struct TokenLogprob {
+struct LAMINA_MODEL_API TokenLogprob {
   int32_t id = 0;
   float logprob = 0.0f;  // natural log of the probability after penalties, before temperature
 };
@@ -56,14 +57,14 @@ struct TokenLogprob {
 // token of a request carries everything held back; when a request ends
 // without one (end-of-generation token, cancellation, error), what was held
 // back is CompletionResult::text_tail. End-of-generation tokens are not sent.
-struct TokenEvent {
+struct LAMINA_MODEL_API TokenEvent {
   int32_t id = 0;
   std::string text;
   TokenLogprob chosen;
   std::vector<TokenLogprob> top;  // when top_logprobs > 0, most likely first
 };
 
-struct CompletionResult {
+struct LAMINA_MODEL_API CompletionResult {
   FinishReason finish = FinishReason::Length;
   std::string error;               // when finish == Error
   std::vector<int32_t> generated_ids;
@@ -77,12 +78,12 @@ struct CompletionResult {
 
 // Called on the engine thread, in order; they must not block for long.
 // on_token returning false cancels the request (e.g. its client went away).
-struct CompletionCallbacks {
+struct LAMINA_MODEL_API CompletionCallbacks {
   std::function<bool(const TokenEvent&)> on_token;
   std::function<void(const CompletionResult&)> on_done;  // exactly once per accepted request
 };
 
-struct EngineStats {
+struct LAMINA_MODEL_API EngineStats {
   uint64_t requests_total = 0;
   uint64_t prompt_tokens_total = 0;         // of admitted requests, cached ones included
   uint64_t cached_prompt_tokens_total = 0;  // prompt tokens the prefix cache saved
@@ -96,7 +97,7 @@ struct EngineStats {
   uint64_t steps_total = 0;
 };
 
-class Engine {
+class LAMINA_MODEL_API Engine {
  public:
   // Slots are the forward's sequence slots; the engine thread starts here.
   Engine(const Model& model, Forward& forward, const EngineOptions& options);
@@ -123,10 +124,10 @@ class Engine {
   uint32_t n_ctx() const;
 
  private:
-  struct State;
+  struct LAMINA_MODEL_LOCAL State;
   std::unique_ptr<State> state_;
 };
 
-std::string_view finish_reason_name(FinishReason reason);  // "stop", "length", "cancelled", "error"
+LAMINA_MODEL_API std::string_view finish_reason_name(FinishReason reason);  // "stop", "length", "cancelled", "error"
 
 }  // namespace lamina::model

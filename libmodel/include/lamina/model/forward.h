@@ -12,6 +12,7 @@
 
 #include "lamina/model/kv_cache.h"
 #include "lamina/model/model.h"
+#include "lamina/model/export.h"
 
 namespace lamina::quant {
 class ThreadPool;
@@ -19,7 +20,7 @@ class ThreadPool;
 
 namespace lamina::model {
 
-struct ForwardOptions {
+struct LAMINA_MODEL_API ForwardOptions {
   uint32_t n_ctx = 0;        // positions per sequence; 0: the model's training context (capped at 4096)
   uint32_t n_seq = 1;        // sequence slots in the KV cache
   uint32_t max_batch = 512;  // tokens per internal step; larger batches are split
@@ -37,14 +38,14 @@ struct ForwardOptions {
   bool pack_weights = true;
 };
 
-struct TokenInput {
+struct LAMINA_MODEL_API TokenInput {
   int32_t token = 0;
   uint32_t pos = 0;   // position within its sequence
   uint32_t seq = 0;   // KV cache slot
   bool logits = false;
 };
 
-class Forward {
+class LAMINA_MODEL_API Forward {
  public:
   virtual ~Forward() = default;
 
@@ -74,7 +75,7 @@ class Forward {
   virtual std::string device_memory_report() const { return {}; }
 };
 
-class CpuForward final : public Forward {
+class LAMINA_MODEL_API CpuForward final : public Forward {
  public:
   CpuForward(const Model& model, const ForwardOptions& options);
   ~CpuForward() override;
@@ -92,7 +93,7 @@ class CpuForward final : public Forward {
   std::string backend_name() const override;
 
  private:
-  struct State;
+  struct LAMINA_MODEL_LOCAL State;
   std::unique_ptr<State> state_;
 };
 

@@ -11,10 +11,11 @@
 #include "lamina/model/forward.h"
 #include "lamina/model/model.h"
 #include "lamina/model/sampler.h"
+#include "lamina/model/export.h"
 
 namespace lamina::model {
 
-struct GenerateOptions {
+struct LAMINA_MODEL_API GenerateOptions {
   int32_t n_predict = 128;          // < 0: until the context is full
   SamplerOptions sampling;
   std::vector<std::string> stop;    // stop strings (not included in the text)
@@ -26,7 +27,7 @@ struct GenerateOptions {
 
 enum class StopReason { Length, EndOfGeneration, StopString, ContextFull };
 
-struct GenerateResult {
+struct LAMINA_MODEL_API GenerateResult {
   std::vector<int32_t> prompt_ids;
   std::vector<int32_t> generated_ids;
   std::string text;                  // generated text, stop string removed
@@ -36,14 +37,14 @@ struct GenerateResult {
   double generate_ms = 0.0;          // from the first sampled token to the last
 };
 
-std::string_view stop_reason_name(StopReason reason);
+LAMINA_MODEL_API std::string_view stop_reason_name(StopReason reason);
 
 // Receives each piece of text as soon as it is safe to show (complete UTF-8,
 // not possibly the start of a stop string).
 using TextCallback = std::function<void(std::string_view)>;
 
 // Runs `prompt_ids` (positions from 0 in slot options.seq) and generates.
-GenerateResult generate(const Model& model, Forward& forward, const std::vector<int32_t>& prompt_ids,
-                        const GenerateOptions& options, const TextCallback& on_text = {});
+LAMINA_MODEL_API GenerateResult generate(const Model& model, Forward& forward, const std::vector<int32_t>& prompt_ids,
+                                         const GenerateOptions& options, const TextCallback& on_text = {});
 
 }  // namespace lamina::model

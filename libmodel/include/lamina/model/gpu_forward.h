@@ -10,10 +10,11 @@
 #include <vector>
 
 #include "lamina/model/forward.h"
+#include "lamina/model/export.h"
 
 namespace lamina::model {
 
-struct GpuOptions {
+struct LAMINA_MODEL_API GpuOptions {
   int device = 0;
   bool use_graphs = true;  // decode steps as CUDA graphs (eager when false)
   // At load, run a probe through the CPU and the GPU and refuse the GPU when
@@ -24,7 +25,7 @@ struct GpuOptions {
 };
 
 // What the parity probe measured.
-struct ParityReport {
+struct LAMINA_MODEL_API ParityReport {
   double cosine = 1.0;
   double max_abs_diff = 0.0;
   int32_t cpu_argmax = -1;
@@ -46,30 +47,30 @@ struct ParityReport {
 // to ~1e-14 (1 - cosine) until the first flip; measured on synthetic
 // random-weight models the logits end at 0.9996 (0.5B, 1.5B) and 0.9955
 // (Llama-3-8B shape, 32 layers, Q4_K_M). A wrong kernel gives far lower.
-double default_parity_cosine(const Model& model);
+LAMINA_MODEL_API double default_parity_cosine(const Model& model);
 
 // True when this build has CUDA support and a device is visible.
-bool gpu_available();
+LAMINA_MODEL_API bool gpu_available();
 
 // Describes the devices for messages ("NVIDIA H200, 139 GiB, cc 9.0"), or why there are none.
-std::string gpu_description();
+LAMINA_MODEL_API std::string gpu_description();
 
 // The GPU forward pass; throws ModelError when this build has no CUDA, no
 // device is visible, the model does not fit, the architecture is not
 // supported on the GPU, or the parity gate fails (the message carries the
 // report). `report`, when given, receives the parity figures.
-std::unique_ptr<Forward> make_gpu_forward(const Model& model, const ForwardOptions& options,
-                                          const GpuOptions& gpu = {}, ParityReport* report = nullptr);
+LAMINA_MODEL_API std::unique_ptr<Forward> make_gpu_forward(const Model& model, const ForwardOptions& options,
+                                                           const GpuOptions& gpu = {}, ParityReport* report = nullptr);
 
 enum class Device { Cpu, Cuda, Auto };
 
 // "cpu", "cuda" or "auto"; nullopt otherwise.
-std::optional<Device> parse_device(std::string_view name);
+LAMINA_MODEL_API std::optional<Device> parse_device(std::string_view name);
 
 // The forward pass on `device`: Cuda fails with ModelError when the GPU
 // cannot be used; Auto takes the GPU when it is available and passes the
 // parity gate, else the CPU, and says why in `note` (when given).
-std::unique_ptr<Forward> make_forward(const Model& model, const ForwardOptions& options, Device device,
-                                      const GpuOptions& gpu = {}, std::string* note = nullptr);
+LAMINA_MODEL_API std::unique_ptr<Forward> make_forward(const Model& model, const ForwardOptions& options, Device device,
+                                                       const GpuOptions& gpu = {}, std::string* note = nullptr);
 
 }  // namespace lamina::model

@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "lamina/model/config.h"
+#include "lamina/model/export.h"
 
 namespace lamina::model {
 
 enum class KvType { F32, F16 };
 
-struct KvCacheOptions {
+struct LAMINA_MODEL_API KvCacheOptions {
   uint32_t n_ctx = 0;    // positions per sequence
   uint32_t n_seq = 1;    // sequence slots
   KvType type = KvType::F16;
@@ -19,7 +20,7 @@ struct KvCacheOptions {
 
 // Storage is allocated once: [seq][layer][pos][kv_dim] for K and for V. Rows
 // are written as f32; an F16 cache rounds them to nearest even on write.
-class KvCache {
+class LAMINA_MODEL_API KvCache {
  public:
   KvCache(const ModelConfig& config, const KvCacheOptions& options);
 

@@ -10,10 +10,11 @@
 #include "lamina/model/config.h"
 #include "lamina/model/tokenizer.h"
 #include "lamina/model/weights.h"
+#include "lamina/model/export.h"
 
 namespace lamina::model {
 
-struct LoadOptions {
+struct LAMINA_MODEL_API LoadOptions {
   // Reads every page of the weights once at load (so the first tokens do not
   // wait on the disk), reporting the fraction done.
   bool prefault = true;
@@ -23,7 +24,7 @@ struct LoadOptions {
   std::optional<quant::QuantFormat> quantize;
 };
 
-class Model {
+class LAMINA_MODEL_API Model {
  public:
   // Maps and validates the file (a GGUF file, or a Hugging Face model folder
   // read as hf_model.h describes), reads the configuration, binds the weights

@@ -8,9 +8,11 @@
 #include <span>
 #include <vector>
 
+#include "lamina/model/export.h"
+
 namespace lamina::model {
 
-struct SamplerOptions {
+struct LAMINA_MODEL_API SamplerOptions {
   float temperature = 0.8f;   // <= 0: greedy (argmax, lowest id wins ties)
   int32_t top_k = 40;         // <= 0: off
   float top_p = 0.95f;        // >= 1: off
@@ -22,7 +24,7 @@ struct SamplerOptions {
   uint64_t seed = 0;
 };
 
-class Sampler {
+class LAMINA_MODEL_API Sampler {
  public:
   explicit Sampler(const SamplerOptions& options);
 
@@ -53,6 +55,6 @@ class Sampler {
 };
 
 // Index of the largest value; the lowest index wins exact ties.
-int32_t argmax(std::span<const float> values);
+LAMINA_MODEL_API int32_t argmax(std::span<const float> values);
 
 }  // namespace lamina::model

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "lamina/model/export.h"
+
 namespace lamina::gguf {
 class GgufFile;
 }
@@ -21,7 +23,7 @@ class GgufFile;
 namespace lamina::model {
 
 // Missing, inconsistent or unsupported tokenizer metadata. The message names the key.
-class TokenizerError : public std::runtime_error {
+class LAMINA_MODEL_API TokenizerError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -47,7 +49,7 @@ enum class TokenType : uint8_t {
   Byte = 6,
 };
 
-struct DecodeOptions {
+struct LAMINA_MODEL_API DecodeOptions {
   // Control and unknown tokens are rendered as their text; otherwise they render as
   // nothing (Hugging Face's skip_special_tokens).
   bool render_special = true;
@@ -60,7 +62,7 @@ struct DecodeOptions {
 
 // Immutable after construction; copies share the vocabulary, and every const member is
 // safe to call from several threads at once.
-class Tokenizer {
+class LAMINA_MODEL_API Tokenizer {
  public:
   // Throws TokenizerError naming the offending key.
   static Tokenizer from_gguf(const gguf::GgufFile& file);
@@ -111,7 +113,7 @@ class Tokenizer {
   bool is_special(int32_t id) const;
 
  private:
-  struct Impl;
+  struct LAMINA_MODEL_LOCAL Impl;
   explicit Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
 };
@@ -122,7 +124,7 @@ class Tokenizer {
 // The concatenation of all push() results and finish() equals Tokenizer::decode of the
 // same ids with the same options; after prime(context), it equals the decode of the
 // context followed by the ids, less the decode of the context.
-class StreamingDecoder {
+class LAMINA_MODEL_API StreamingDecoder {
  public:
   explicit StreamingDecoder(Tokenizer tokenizer, DecodeOptions options = {});
 

@@ -9,12 +9,13 @@
 #include "lamina/gguf/file.h"
 #include "lamina/model/config.h"
 #include "lamina/quant/format.h"
+#include "lamina/model/export.h"
 
 namespace lamina::model {
 
 // A weight matrix in its file format: n_out rows of n_in values (ggml [n_in, n_out]).
 // For expert tensors ([n_in, n_out, n_expert]) `n_expert` matrices follow each other.
-struct Matrix {
+struct LAMINA_MODEL_API Matrix {
   quant::QuantFormat format = quant::QuantFormat::F32;
   const std::byte* data = nullptr;
   uint32_t n_in = 0;
@@ -33,13 +34,13 @@ struct Matrix {
 };
 
 // A 1-D F32 parameter (norm weight, bias, rope factors).
-struct Vector {
+struct LAMINA_MODEL_API Vector {
   const float* data = nullptr;
   uint32_t n = 0;
   explicit operator bool() const { return data != nullptr; }
 };
 
-struct LayerWeights {
+struct LAMINA_MODEL_API LayerWeights {
   Vector attn_norm, attn_norm_bias;
   Matrix wq, wk, wv, wqkv;  // separate or fused, per the architecture
   Vector bq, bk, bv, bqkv;
@@ -55,7 +56,7 @@ struct LayerWeights {
   Matrix gate_exps, up_exps, down_exps;
 };
 
-struct Weights {
+struct LAMINA_MODEL_API Weights {
   Matrix token_embd;
   Matrix position_embd;
   Matrix output;  // token_embd when tied
@@ -68,6 +69,6 @@ struct Weights {
 
 // Binds every tensor the architecture needs, checking types and shapes.
 // Throws ModelError naming the tensor on anything missing or inconsistent.
-Weights bind_weights(const gguf::GgufFile& file, const ModelConfig& config);
+LAMINA_MODEL_API Weights bind_weights(const gguf::GgufFile& file, const ModelConfig& config);
 
 }  // namespace lamina::model

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "lamina/quant/format.h"
+#include "lamina/quant/export.h"
 
 namespace lamina::quant {
 
@@ -15,7 +16,7 @@ namespace detail {
 struct ActivationsAccess;
 }
 
-class QuantizedActivations {
+class LAMINA_QUANT_API QuantizedActivations {
  public:
   QuantizedActivations();
   ~QuantizedActivations();
@@ -38,7 +39,7 @@ class QuantizedActivations {
 
   // Holds the blocks and, for the Q8 formats, the same rows unpacked into
   // the layout the kernels read (see src/activations_access.h).
-  struct Storage;
+  struct LAMINA_QUANT_LOCAL Storage;
   std::unique_ptr<Storage> storage_;
   QuantFormat format_ = QuantFormat::F32;
   size_t rows_ = 0;
@@ -51,13 +52,13 @@ class QuantizedActivations {
 // `format`: Q8_0, Q8_1, Q8_K (n_cols a multiple of the block size), or F32.
 // The blocks equal quantize_row_ref's byte for byte. With a pool, rows are
 // split over its threads. Throws std::invalid_argument on a bad format/shape.
-void quantize_activations(QuantFormat format, const float* x, size_t n_rows, size_t n_cols,
-                          QuantizedActivations& out, ThreadPool* pool = nullptr);
+LAMINA_QUANT_API void quantize_activations(QuantFormat format, const float* x, size_t n_rows, size_t n_cols,
+                                           QuantizedActivations& out, ThreadPool* pool = nullptr);
 
 // Takes rows already in the block layout of `format` (row-major, each
 // row_bytes(format, n_cols) long). Their values must lie in [-127, 127], as
 // every quantizer of these formats produces them.
-void load_activation_blocks(QuantFormat format, const void* blocks, size_t n_rows, size_t n_cols,
-                            QuantizedActivations& out);
+LAMINA_QUANT_API void load_activation_blocks(QuantFormat format, const void* blocks, size_t n_rows, size_t n_cols,
+                                             QuantizedActivations& out);
 
 }  // namespace lamina::quant

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string_view>
 
+#include "lamina/quant/export.h"
+
 namespace lamina::quant {
 
 // Values equal ggml's type ids, so a GGUF tensor type converts by value.
@@ -30,7 +32,7 @@ enum class QuantFormat : uint32_t {
   BF16 = 30,
 };
 
-struct FormatTraits {
+struct LAMINA_QUANT_API FormatTraits {
   QuantFormat format;
   std::string_view name;  // ggml's spelling, e.g. "Q4_K"
   uint32_t block_elems;   // values per block (1 for F32/F16/BF16)
@@ -52,16 +54,16 @@ inline constexpr std::array<QuantFormat, 17> kAllFormats = {
 };
 
 // Traits of a format; the argument must be one of kAllFormats.
-const FormatTraits& format_traits(QuantFormat format);
+LAMINA_QUANT_API const FormatTraits& format_traits(QuantFormat format);
 
 // The format with this ggml type id, or nullopt if libquant does not know it.
-std::optional<QuantFormat> format_from_id(uint32_t id);
+LAMINA_QUANT_API std::optional<QuantFormat> format_from_id(uint32_t id);
 
 // The format with this ggml name ("q4_k", "Q4_K", ...), case-insensitive.
-std::optional<QuantFormat> format_from_name(std::string_view name);
+LAMINA_QUANT_API std::optional<QuantFormat> format_from_name(std::string_view name);
 
 // Bytes of one row of n_elems values; throws std::invalid_argument if
 // n_elems is not a multiple of the block size.
-uint64_t row_bytes(QuantFormat format, uint64_t n_elems);
+LAMINA_QUANT_API uint64_t row_bytes(QuantFormat format, uint64_t n_elems);
 
 }  // namespace lamina::quant

@@ -18,10 +18,11 @@
 #include "lamina/quant/activations.h"
 #include "lamina/quant/format.h"
 #include "lamina/quant/thread_pool.h"
+#include "lamina/quant/export.h"
 
 namespace lamina::quant {
 
-class PackedWeights {
+class LAMINA_QUANT_API PackedWeights {
  public:
   PackedWeights() = default;
 
@@ -45,18 +46,18 @@ class PackedWeights {
 };
 
 // Whether `format` has a packed layout.
-bool has_packed_layout(QuantFormat format);
+LAMINA_QUANT_API bool has_packed_layout(QuantFormat format);
 
 // Whether this CPU has a SIMD kernel for the packed layout of `format`, so
 // that packing pays (elsewhere the packed layout runs on a scalar kernel).
-bool packed_layout_is_faster(QuantFormat format);
+LAMINA_QUANT_API bool packed_layout_is_faster(QuantFormat format);
 
 // Packs n_out rows of n_in values in `format` (row_bytes(format, n_in) each,
 // contiguous), with the pool's threads if given. Throws
 // std::invalid_argument for a format without a packed layout or a row length
 // that is not a positive multiple of its block.
-PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size_t n_in,
-                           ThreadPool* pool = nullptr);
+LAMINA_QUANT_API PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size_t n_in,
+                                            ThreadPool* pool = nullptr);
 
 // y[r * n_out + o] = dot(weight row o, activation row r), as the matmul of
 // kernels.h does for the unpacked rows (x in kernel_activation_format(
@@ -64,6 +65,6 @@ PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size
 // sense. The scalar kernel and the SIMD one give the same bits; both differ
 // from the unpacked kernels only in how the scaled block sums are rounded
 // (they add them in f64, the unpacked kernels in f32).
-void matmul(const PackedWeights& w, const QuantizedActivations& x, float* y, ThreadPool& pool);
+LAMINA_QUANT_API void matmul(const PackedWeights& w, const QuantizedActivations& x, float* y, ThreadPool& pool);
 
 }  // namespace lamina::quant

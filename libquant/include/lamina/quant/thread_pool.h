@@ -9,15 +9,19 @@
 #include <type_traits>
 #include <utility>
 
+#include "lamina/quant/export.h"
+
 namespace lamina::quant {
 
+// Only the out-of-line members are exported: the templates below are
+// instantiated in the caller's own code.
 class ThreadPool {
  public:
   // `num_threads` counts the calling thread, which always takes part as
   // thread 0; 0 means std::thread::hardware_concurrency(). A pool of one
   // thread starts no worker and runs everything on the caller.
-  explicit ThreadPool(size_t num_threads = 0);
-  ~ThreadPool();
+  LAMINA_QUANT_API explicit ThreadPool(size_t num_threads = 0);
+  LAMINA_QUANT_API ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
@@ -76,12 +80,12 @@ class ThreadPool {
   }
 
   // The range parallel_for gives to `thread`.
-  std::pair<size_t, size_t> thread_range(size_t n, size_t granule, size_t thread) const;
+  LAMINA_QUANT_API std::pair<size_t, size_t> thread_range(size_t n, size_t granule, size_t thread) const;
 
  private:
-  size_t dynamic_chunk(size_t n, size_t granule) const;
+  LAMINA_QUANT_API size_t dynamic_chunk(size_t n, size_t granule) const;
   using TaskFn = void (*)(const void* ctx, size_t thread);
-  void run(TaskFn fn, const void* ctx);
+  LAMINA_QUANT_API void run(TaskFn fn, const void* ctx);
 
   struct Shared;
   size_t num_threads_;

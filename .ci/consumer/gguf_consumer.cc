@@ -1,4 +1,4 @@
-// Builds against an installed libgguf through pkg-config only.
+// Builds against an installed libgguf through pkg-config only: reads a file.
 #include <lamina/gguf/file.h>
 
 #include <iostream>

@@ -54,11 +54,13 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&h);
 }
-// The high f16 parts of two values and the f16 parts of what they leave.
+// The high f16 parts of two values and the f16 parts of what they leave
+// (two packed conversions; the high parts widen back exactly).
 __device__ __forceinline__ void split_half2(float a, float b, uint32_t& hi, uint32_t& lo) {
-  const __half ha = __float2half_rn(a), hb = __float2half_rn(b);
-  hi = pack_half2(__half2float(ha), __half2float(hb));
-  lo = pack_half2(__fsub_rn(a, __half2float(ha)), __fsub_rn(b, __half2float(hb)));
+  const __half2 h = __floats2half2_rn(a, b);
+  const float2 back = __half22float2(h);
+  hi = *reinterpret_cast<const uint32_t*>(&h);
+  lo = pack_half2(__fsub_rn(a, back.x), __fsub_rn(b, back.y));
 }
 
 __device__ __forceinline__ void cp_async16_or_zero(void* dst, const void* src, bool valid) {
@@ -67,9 +69,13 @@ __device__ __forceinline__ void cp_async16_or_zero(void* dst, const void* src, b
                : "memory");
 }
 
-// One span of attention for a tile of query rows: D is the head size padded
-// to a multiple of 16 (the f16 MMA's k), W the warps (16 rows each).
-template <int D, int W>
+// Attention for a tile of query rows: D is the head size padded to a
+// multiple of 16 (the f16 MMA's k), W the warps (16 rows each). Per span
+// (kPerTile false) a block computes span blockIdx.z and leaves records for
+// attention_combine_kernel; per tile it computes every span of its tile and
+// folds each into the output as it ends, in the combine's order and
+// arithmetic (the same bits, without the records and the second pass).
+template <int D, int W, bool kPerTile>
 __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams p) {
   constexpr int kRows = 16 * W;
   constexpr int kStride = D + 8;  // halves per shared row: 16 bytes of padding keep ldmatrix conflict-free
@@ -85,10 +91,11 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int gid = lane >> 2, tig = lane & 3;
   const AttentionShape& s = p.s;
-  const uint32_t kvh = blockIdx.y, span = blockIdx.z;
+  const uint32_t kvh = blockIdx.y;
   const uint32_t group = s.n_head / s.n_head_kv;
   wait_for_prior_kernels();
-  const AttentionTile tile = p.tiles[blockIdx.x];
+  // Per tile, the latest (longest) tiles start first.
+  const AttentionTile tile = p.tiles[kPerTile ? gridDim.x - 1 - blockIdx.x : blockIdx.x];
   const uint32_t n_valid = tile.n_tokens * group;
 
   for (int r = tid; r < kRows; r += 32 * W) {
@@ -108,24 +115,36 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
     min_lo = min(min_lo, row_lo[r]);
     max_pos = max(max_pos, row_pos[r]);
   }
-  const uint32_t span0 = span * kAttentionSpan;
-  const uint32_t key_begin = max(span0, min_lo);
-  const uint32_t key_end = min(span0 + kAttentionSpan, max_pos + 1);
+  uint32_t key_begin = min_lo, key_end = max_pos + 1;
+  if constexpr (!kPerTile) {
+    const uint32_t span0 = blockIdx.z * kAttentionSpan;
+    key_begin = max(span0, min_lo);
+    key_end = min(span0 + kAttentionSpan, max_pos + 1);
+  }
   if (n_valid == 0 || key_begin >= key_end) return;
   release_next_kernel();
   const uint32_t seq = p.seq[tile.first_row];
 
-  // The query rows as high and low f16 parts; columns past the head size are 0.
-  for (int r = warp; r < kRows; r += W) {
-    const bool valid = static_cast<uint32_t>(r) < n_valid;
+  // The query rows as high and low f16 parts; columns past the head size are
+  // 0. Every load of a thread is issued before the first conversion waits.
+  constexpr int kQuadsPerThread = D / 8;  // (16 W rows x D / 4 float4s) / 32 W threads
+  float4 quads[kQuadsPerThread];
+#pragma unroll
+  for (int j = 0; j < kQuadsPerThread; ++j) {
+    const int i = tid + j * 32 * W, r = i / (D / 4), d = (i % (D / 4)) * 4;
+    const bool valid = static_cast<uint32_t>(r) < n_valid && static_cast<uint32_t>(d) < s.head_dim_k;
     const float* qr = p.q + (tile.first_row + r / group) * p.q_stride +
                       (kvh * group + static_cast<uint32_t>(r) % group) * s.head_dim_k;
-    for (int d = lane; d < D; d += 32) {
-      const float v = valid && static_cast<uint32_t>(d) < s.head_dim_k ? qr[d] : 0.0f;
-      const __half hi = __float2half_rn(v);
-      q_hi[r * kStride + d] = hi;
-      q_lo[r * kStride + d] = __float2half_rn(__fsub_rn(v, __half2float(hi)));
-    }
+    quads[j] = valid ? *reinterpret_cast<const float4*>(qr + d) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+#pragma unroll
+  for (int j = 0; j < kQuadsPerThread; ++j) {
+    const int i = tid + j * 32 * W, r = i / (D / 4), d = (i % (D / 4)) * 4;
+    uint32_t hi[2], lo[2];
+    split_half2(quads[j].x, quads[j].y, hi[0], lo[0]);
+    split_half2(quads[j].z, quads[j].w, hi[1], lo[1]);
+    *reinterpret_cast<uint2*>(q_hi + r * kStride + d) = make_uint2(hi[0], hi[1]);
+    *reinterpret_cast<uint2*>(q_lo + r * kStride + d) = make_uint2(lo[0], lo[1]);
   }
   // Head columns past the cache's width stay zero in both chunk buffers.
   if (s.head_dim_k < static_cast<uint32_t>(D) || s.head_dim_v < static_cast<uint32_t>(D)) {
@@ -136,19 +155,22 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
     }
   }
 
+  // This sequence's keys and values of this KV head at layer `layer`, one
+  // cache row per position.
+  const __half* k_rows = p.kv.k + p.kv.k_offset(seq, p.layer, 0) + kvh * s.head_dim_k;
+  const __half* v_rows = p.kv.v + p.kv.v_offset(seq, p.layer, 0) + kvh * s.head_dim_v;
   auto load_chunk = [&](uint32_t first, int buf) {
+#pragma unroll
     for (int i = tid; i < kChunk * (D / 8); i += 32 * W) {
       const int key = i / (D / 8), d0 = (i % (D / 8)) * 8;
       const uint32_t kpos = first + static_cast<uint32_t>(key);
       const bool in_cache = kpos < p.kv.n_ctx;
-      const uint32_t at = in_cache ? kpos : 0;
+      const std::size_t at = in_cache ? kpos : 0;
       if (static_cast<uint32_t>(d0) < s.head_dim_k) {
-        cp_async16_or_zero(k_buf + (buf * kChunk + key) * kStride + d0,
-                           p.kv.k + p.kv.k_offset(seq, p.layer, at) + kvh * s.head_dim_k + d0, in_cache);
+        cp_async16_or_zero(k_buf + (buf * kChunk + key) * kStride + d0, k_rows + at * p.kv.k_dim + d0, in_cache);
       }
       if (static_cast<uint32_t>(d0) < s.head_dim_v) {
-        cp_async16_or_zero(v_buf + (buf * kChunk + key) * kStride + d0,
-                           p.kv.v + p.kv.v_offset(seq, p.layer, at) + kvh * s.head_dim_v + d0, in_cache);
+        cp_async16_or_zero(v_buf + (buf * kChunk + key) * kStride + d0, v_rows + at * p.kv.v_dim + d0, in_cache);
       }
     }
   };
@@ -167,12 +189,83 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
     pos_r[h] = row_pos[r_base + 8 * h];
     lo_r[h] = row_lo[r_base + 8 * h];
   }
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  // The keys every row of this warp attends to: chunks inside need no mask.
+  uint32_t warp_lo = row_lo[16 * warp + (lane & 15)], warp_pos = row_pos[16 * warp + (lane & 15)];
+#pragma unroll
+  for (int step = 1; step < 16; step <<= 1) {
+    warp_lo = max(warp_lo, __shfl_xor_sync(0xFFFFFFFFu, warp_lo, step));
+    warp_pos = min(warp_pos, __shfl_xor_sync(0xFFFFFFFFu, warp_pos, step));
+  }
+  float m_run[2], l_run[2];
   float o[D / 8][4];
+  auto start_span = [&] {
 #pragma unroll
-  for (int dt = 0; dt < D / 8; ++dt)
+    for (int h = 0; h < 2; ++h) {
+      m_run[h] = -INFINITY;
+      l_run[h] = 0.0f;
+    }
 #pragma unroll
-    for (int i = 0; i < 4; ++i) o[dt][i] = 0.0f;
+    for (int dt = 0; dt < D / 8; ++dt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) o[dt][i] = 0.0f;
+  };
+  start_span();
+  // Per tile: the fold of the spans ended so far (its O lives in the output).
+  float m_fold[2] = {-INFINITY, -INFINITY}, l_fold[2] = {0.0f, 0.0f};
+  const std::size_t rec_len = s.head_dim_v + 2;
+
+  // The end of `span`: rows whose keys lie in it alone get their output;
+  // the others a record for attention_combine_kernel, or per tile their
+  // fold (combine's arithmetic, O read back from the output).
+  auto finish_span = [&](uint32_t span) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r_base + 8 * h;
+      if (static_cast<uint32_t>(r) >= n_valid) continue;
+      const uint32_t first_span = lo_r[h] / kAttentionSpan, last_span = pos_r[h] / kAttentionSpan;
+      if (span < first_span || span > last_span) continue;
+      const uint32_t row = tile.first_row + static_cast<uint32_t>(r) / group;
+      const uint32_t head = kvh * group + static_cast<uint32_t>(r) % group;
+      float* dst = p.out + row * p.out_stride + head * s.head_dim_v;
+      if (first_span == last_span) {
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const uint32_t d = 8 * dt + 2 * tig + e;
+            if (d < s.head_dim_v) dst[d] = __fdiv_rn(o[dt][2 * h + e], l_run[h]);
+          }
+      } else if constexpr (kPerTile) {
+        const float m_new = fmaxf(m_fold[h], m_run[h]);
+        const float a = rescale(m_fold[h], m_new), b = rescale(m_run[h], m_new);
+        l_fold[h] = __fmaf_rn(l_run[h], b, __fmul_rn(l_fold[h], a));
+        m_fold[h] = m_new;
+        const bool first = span == first_span, last = span == last_span;
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const uint32_t d = 8 * dt + 2 * tig + e;
+            if (d >= s.head_dim_v) continue;
+            const float folded = __fmaf_rn(o[dt][2 * h + e], b, __fmul_rn(first ? 0.0f : dst[d], a));
+            dst[d] = last ? __fdiv_rn(folded, l_fold[h]) : folded;
+          }
+      } else {
+        float* rec = p.records + ((static_cast<std::size_t>(row) * s.n_head + head) * p.n_spans + span) * rec_len;
+        if (tig == 0) {
+          rec[0] = m_run[h];
+          rec[1] = l_run[h];
+        }
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const uint32_t d = 8 * dt + 2 * tig + e;
+            if (d < s.head_dim_v) rec[2 + d] = o[dt][2 * h + e];
+          }
+      }
+    }
+  };
 
   for (int c = 0; c < n_chunks; ++c) {
     if (c + 1 < n_chunks) load_chunk(chunk0 + (c + 1) * kAttentionChunk, (c + 1) & 1);
@@ -183,6 +276,7 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
       const __half* kc = k_buf + (c & 1) * kChunk * kStride;
       const __half* vc = v_buf + (c & 1) * kChunk * kStride;
       const uint32_t first = chunk0 + c * kAttentionChunk;
+
       // Scores of 16 rows x 64 keys.
       float sc[8][4];
 #pragma unroll
@@ -206,18 +300,35 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
           mma_f16_k16(sc[nt + 1], al[0], al[1], al[2], al[3], b[2], b[3]);
         }
       }
-      // Masked log2 scores, the chunk's row maxima.
-      float m_chunk[2] = {-INFINITY, -INFINITY};
+      // Masked log2 scores, then the chunk's row maxima (a tree: max is exact
+      // in any order).
+      if (first >= warp_lo && first + (kAttentionChunk - 1) <= warp_pos) {
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
+        for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int h = i >> 1;
-          const uint32_t key = first + 8 * nt + 2 * tig + (i & 1);
-          const bool valid = key >= lo_r[h] && key <= pos_r[h];
-          sc[nt][i] = valid ? log2_score(sc[nt][i], p) : -INFINITY;
-          m_chunk[h] = fmaxf(m_chunk[h], sc[nt][i]);
-        }
+          for (int i = 0; i < 4; ++i) sc[nt][i] = log2_score(sc[nt][i], p);
+      } else {
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int h = i >> 1;
+            const uint32_t key = first + 8 * nt + 2 * tig + (i & 1);
+            const bool valid = key >= lo_r[h] && key <= pos_r[h];
+            sc[nt][i] = valid ? log2_score(sc[nt][i], p) : -INFINITY;
+          }
+      }
+      float m_chunk[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float m8[8];
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt) m8[nt] = fmaxf(sc[nt][2 * h], sc[nt][2 * h + 1]);
+#pragma unroll
+        for (int w = 4; w >= 1; w >>= 1)
+#pragma unroll
+          for (int j = 0; j < w; ++j) m8[j] = fmaxf(m8[j], m8[j + w]);
+        m_chunk[h] = m8[0];
       }
       float alpha[2], ref[2], row_sum[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -265,47 +376,15 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
           mma_f16_k16(o[dt + 1], pl[0], pl[1], pl[2], pl[3], b[2], b[3]);
         }
       }
+      // A span ends with this chunk (per span: the block's last chunk).
+      if (c + 1 == n_chunks || (first + kAttentionChunk) % kAttentionSpan == 0) {
+        finish_span(first / kAttentionSpan);
+        if constexpr (kPerTile) start_span();
+      }
     }
     __syncthreads();
   }
   cp_async_wait<0>();
-  if (!warp_busy) return;
-
-  // Rows whose keys lie in this span alone get their output; the others a
-  // record for attention_combine_kernel.
-  const std::size_t rec_len = s.head_dim_v + 2;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = r_base + 8 * h;
-    if (static_cast<uint32_t>(r) >= n_valid) continue;
-    const uint32_t first_span = lo_r[h] / kAttentionSpan, last_span = pos_r[h] / kAttentionSpan;
-    if (span < first_span || span > last_span) continue;
-    const uint32_t row = tile.first_row + static_cast<uint32_t>(r) / group;
-    const uint32_t head = kvh * group + static_cast<uint32_t>(r) % group;
-    if (first_span == last_span) {
-      float* dst = p.out + row * p.out_stride + head * s.head_dim_v;
-#pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const uint32_t d = 8 * dt + 2 * tig + e;
-          if (d < s.head_dim_v) dst[d] = __fdiv_rn(o[dt][2 * h + e], l_run[h]);
-        }
-    } else {
-      float* rec = p.records + ((static_cast<std::size_t>(row) * s.n_head + head) * p.n_spans + span) * rec_len;
-      if (tig == 0) {
-        rec[0] = m_run[h];
-        rec[1] = l_run[h];
-      }
-#pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const uint32_t d = 8 * dt + 2 * tig + e;
-          if (d < s.head_dim_v) rec[2 + d] = o[dt][2 * h + e];
-        }
-    }
-  }
 }
 
 // The spans of rows with keys in more than one, folded left to right.
@@ -333,35 +412,37 @@ __global__ void attention_combine_kernel(const SpanParams p) {
   }
 }
 
-template <int D, int W>
+template <int D, int W, bool kPerTile>
 void launch_spans(const SpanParams& p, uint32_t n_tiles, cudaStream_t stream) {
   constexpr int kRows = 16 * W;
   constexpr int kStride = D + 8;
   constexpr std::size_t kSmem =
       (2 * kRows * kStride + 4 * kAttentionChunk * kStride) * sizeof(__half) + 2 * kRows * sizeof(uint32_t);
   static const bool attribute_set = [] {
-    LAMINA_CUDA_CHECK(cudaFuncSetAttribute(attention_span_kernel<D, W>,
+    LAMINA_CUDA_CHECK(cudaFuncSetAttribute(attention_span_kernel<D, W, kPerTile>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
     return true;
   }();
   (void)attribute_set;
-  launch_kernel(attention_span_kernel<D, W>, dim3(n_tiles, p.s.n_head_kv, p.n_spans), dim3(32 * W), kSmem, stream,
-                p);
+  launch_kernel(attention_span_kernel<D, W, kPerTile>, dim3(n_tiles, p.s.n_head_kv, kPerTile ? 1 : p.n_spans),
+                dim3(32 * W), kSmem, stream, p);
 }
 
-template <int W>
+// Per tile only for four-warp blocks and heads up to 128 wide: wider heads
+// leave no registers for it.
+template <int W, bool kPerTile>
 void launch_spans_for_width(const SpanParams& p, uint32_t n_tiles, cudaStream_t stream) {
   const uint32_t width = std::max(p.s.head_dim_k, p.s.head_dim_v);
   if (width <= 16) {
-    launch_spans<16, W>(p, n_tiles, stream);
+    launch_spans<16, W, kPerTile>(p, n_tiles, stream);
   } else if (width <= 32) {
-    launch_spans<32, W>(p, n_tiles, stream);
+    launch_spans<32, W, kPerTile>(p, n_tiles, stream);
   } else if (width <= 64) {
-    launch_spans<64, W>(p, n_tiles, stream);
+    launch_spans<64, W, kPerTile>(p, n_tiles, stream);
   } else if (width <= 128) {
-    launch_spans<128, W>(p, n_tiles, stream);
-  } else {
-    launch_spans<256, W>(p, n_tiles, stream);
+    launch_spans<128, W, kPerTile>(p, n_tiles, stream);
+  } else if constexpr (!kPerTile) {
+    launch_spans<256, W, false>(p, n_tiles, stream);
   }
 }
 
@@ -391,11 +472,15 @@ std::size_t attention_workspace_floats(const AttentionShape& shape, uint32_t n_r
   return std::size_t{n_rows} * shape.n_head * n_spans * (shape.head_dim_v + 2);
 }
 
+bool attention_per_tile_pays(const AttentionShape& s, uint32_t n_tiles, uint32_t n_spans, int sm_count) {
+  return n_spans > 1 && std::max(s.head_dim_k, s.head_dim_v) <= kAttentionPerTileMaxHeadDim &&
+         2 * std::size_t{n_tiles} * s.n_head_kv >= kAttentionPerTileMinBlocksPer2Sms * static_cast<std::size_t>(sm_count);
+}
+
 void attention(const AttentionShape& shape, const KvView& kv, uint32_t layer, const float* q, std::size_t q_stride,
-               const uint32_t* seq, const uint32_t* pos, const AttentionTile* tiles, uint32_t n_tiles,
-               uint32_t n_rows, uint32_t n_spans, bool single_warp, float* workspace, float* out,
-               std::size_t out_stride, cudaStream_t stream) {
-  if (n_rows == 0 || n_tiles == 0) return;
+               const uint32_t* seq, const uint32_t* pos, const AttentionTile* tiles, uint32_t n_rows,
+               const AttentionPlan& plan, float* workspace, float* out, std::size_t out_stride, cudaStream_t stream) {
+  if (n_rows == 0 || plan.n_tiles == 0) return;
   SpanParams p;
   p.s = shape;
   p.kv = kv;
@@ -405,17 +490,21 @@ void attention(const AttentionShape& shape, const KvView& kv, uint32_t layer, co
   p.seq = seq;
   p.pos = pos;
   p.tiles = tiles;
-  p.n_spans = n_spans;
+  p.n_spans = plan.n_spans;
   p.scale_log2 = static_cast<float>(static_cast<double>(shape.scale) * 1.4426950408889634);
   p.records = workspace;
   p.out = out;
   p.out_stride = out_stride;
-  if (single_warp) {
-    launch_spans_for_width<1>(p, n_tiles, stream);
+  const bool per_tile =
+      plan.per_tile && !plan.single_warp && std::max(shape.head_dim_k, shape.head_dim_v) <= kAttentionPerTileMaxHeadDim;
+  if (plan.single_warp) {
+    launch_spans_for_width<1, false>(p, plan.n_tiles, stream);
+  } else if (per_tile) {
+    launch_spans_for_width<4, true>(p, plan.n_tiles, stream);
   } else {
-    launch_spans_for_width<4>(p, n_tiles, stream);
+    launch_spans_for_width<4, false>(p, plan.n_tiles, stream);
   }
-  if (n_spans > 1) {
+  if (plan.n_spans > 1 && !per_tile) {
     launch_kernel(attention_combine_kernel, dim3(n_rows, shape.n_head), dim3(shape.head_dim_v <= 64 ? 64 : 128), 0,
                   stream, p);
   }

@@ -13,12 +13,14 @@
 //     and the weights split into a high and a low f16 part each (two MMAs),
 //     so they carry about 22 bits; exp is exp2 of scores pre-scaled by
 //     log2(e).
-// A block computes one span for a tile of query rows (consecutive batch rows
-// of one sequence, all query heads of one KV head); the rows of a tile are
-// independent in every operation, and a chunk that is wholly masked for a
-// row leaves that row's state unchanged bit for bit, so a row gets the same
-// bits in any tile, and a decode step (one span per block, split over the
-// KV length) the same bits as a prefill.
+// A block computes one span (per span) or every span (per tile) for a tile
+// of query rows (consecutive batch rows of one sequence, all query heads of
+// one KV head); per tile, each span is folded into the output as it ends,
+// with the combine's arithmetic. The rows of a tile are independent in every
+// operation, and a chunk that is wholly masked for a row leaves that row's
+// state unchanged bit for bit, so a row gets the same bits in any tile and
+// either way, and a decode step (one span per block, split over the KV
+// length) the same bits as a prefill.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -34,6 +36,12 @@ namespace lamina::cudaexec::detail {
 inline constexpr uint32_t kAttentionSpan = 256;
 inline constexpr uint32_t kAttentionChunk = 64;
 inline constexpr uint32_t kAttentionMaxHeadDim = 256;
+// Per-tile launches: heads up to this wide, and at least 1.5 blocks per SM
+// (measured on an H100 for 512 new rows: Llama-3-8B's 256 blocks are
+// 10-17% faster per tile; Qwen2's 104-114 leave SMs idle and run 1.5-2x
+// slower than split over the KV length).
+inline constexpr uint32_t kAttentionPerTileMaxHeadDim = 128;
+inline constexpr std::size_t kAttentionPerTileMinBlocksPer2Sms = 3;
 
 struct AttentionShape {
   uint32_t n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
@@ -46,6 +54,14 @@ struct AttentionShape {
 struct AttentionTile {
   uint32_t first_row = 0;
   uint32_t n_tokens = 0;
+};
+
+// How one launch covers its rows.
+struct AttentionPlan {
+  uint32_t n_tiles = 0;      // tiles (on the device) covering the rows
+  uint32_t n_spans = 0;      // spans covering the latest position (more allowed: blocks past a row's keys do nothing)
+  bool single_warp = false;  // one 16-row warp per block: tiles of one token, n_head / n_head_kv <= 16
+  bool per_tile = false;     // every span of a tile in one block (ignored where unsupported)
 };
 
 // Why a model's attention cannot run on the GPU ("" when it can).
@@ -64,15 +80,15 @@ inline uint32_t attention_spans(uint32_t max_pos) { return max_pos / kAttentionS
 // Floats of span records for n_rows rows and up to n_spans spans.
 std::size_t attention_workspace_floats(const AttentionShape& shape, uint32_t n_rows, uint32_t n_spans);
 
+// Whether a launch of n_tiles tiles over n_spans spans is faster per tile.
+bool attention_per_tile_pays(const AttentionShape& shape, uint32_t n_tiles, uint32_t n_spans, int sm_count);
+
 // out[r][head * head_dim_v + d] for n_rows query rows q[r] (stride
 // q_stride, f32), each attending to positions [max(0, pos - window + 1),
-// pos] of its sequence's cache at `layer`. tiles (device, n_tiles of them)
-// cover the rows; n_spans covers the latest position (launching more is
-// allowed: blocks past a row's keys do nothing). `single_warp` runs one
-// 16-row warp per block (for tiles of one token when n_head / n_head_kv <= 16).
+// pos] of its sequence's cache at `layer`, as `plan` says. workspace holds
+// attention_workspace_floats(shape, n_rows, plan.n_spans) floats.
 void attention(const AttentionShape& shape, const KvView& kv, uint32_t layer, const float* q, std::size_t q_stride,
-               const uint32_t* seq, const uint32_t* pos, const AttentionTile* tiles, uint32_t n_tiles,
-               uint32_t n_rows, uint32_t n_spans, bool single_warp, float* workspace, float* out,
-               std::size_t out_stride, cudaStream_t stream);
+               const uint32_t* seq, const uint32_t* pos, const AttentionTile* tiles, uint32_t n_rows,
+               const AttentionPlan& plan, float* workspace, float* out, std::size_t out_stride, cudaStream_t stream);
 
 }  // namespace lamina::cudaexec::detail

@@ -65,8 +65,8 @@ struct Executor::Impl {
   cudaGraphExec_t graph_for(uint32_t n);
   // The attention launch of a step whose rows are one token each (tiles
   // written by run_step).
-  ForwardStep::AttentionLaunch decode_attention(uint32_t n, uint32_t n_spans) const {
-    return {n, n_spans, attention_shape.n_head / attention_shape.n_head_kv <= 16};
+  AttentionPlan decode_attention(uint32_t n, uint32_t n_spans) const {
+    return {n, n_spans, attention_shape.n_head / attention_shape.n_head_kv <= 16, false};
   }
   void check_batch(std::span<const StepToken> batch) const;
 
@@ -225,7 +225,7 @@ uint32_t Executor::Impl::run_step(std::span<const StepToken> batch, bool want_ar
   }
   const bool decode_shape = n <= options.n_seq && n_out == n && after_layer == nullptr;
   cudaGraphExec_t exec = graphs_ok && decode_shape ? graph_for(n) : nullptr;
-  ForwardStep::AttentionLaunch attention;
+  AttentionPlan attention;
   if (exec) {
     for (uint32_t i = 0; i < n; ++i) staging->tiles[i] = {i, 1};
     attention = decode_attention(n, sizes.max_spans);
@@ -234,6 +234,8 @@ uint32_t Executor::Impl::run_step(std::span<const StepToken> batch, bool want_ar
         build_attention_tiles(staging->seq, n, attention_tile_tokens(attention_shape), staging->tiles);
     attention.n_spans = attention_spans(max_pos);
     attention.single_warp = attention.n_tiles == n && attention_shape.n_head / attention_shape.n_head_kv <= 16;
+    attention.per_tile =
+        attention_per_tile_pays(attention_shape, attention.n_tiles, attention.n_spans, info.sm_count);
   }
   const std::size_t rows_bytes = std::size_t{sizes.max_rows} * 4;
   LAMINA_CUDA_CHECK(cudaMemcpyAsync(buffers.ids, staging->ids, 3 * rows_bytes, cudaMemcpyHostToDevice, stream));

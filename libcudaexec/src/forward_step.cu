@@ -179,8 +179,10 @@ void ForwardStep::activate(const DeviceMatrix& next, const float* gate, const fl
   forget_activations();
   const quant::QuantFormat f = activation_format(next.format);
   const uint32_t slot = next_slot_;
-  if (next.n_in == ff && gated_activation_quantized(m_.ffn, gate, up, in_stride, ff, n, b_.gelu_table, out, ff, f,
-                                                    b_.act[slot], stream)) {
+  // The down projection reads only the quantized rows: `out` stays their
+  // name among the activation slots, and its f32 rows are not written.
+  if (next.n_in == ff && gated_activation_quantized(m_.ffn, gate, up, in_stride, ff, n, b_.gelu_table, nullptr, ff,
+                                                    f, b_.act[slot], stream)) {
     next_slot_ ^= 1u;
     slots_[slot] = {out, f};
     return;
@@ -188,7 +190,7 @@ void ForwardStep::activate(const DeviceMatrix& next, const float* gate, const fl
   gated_activation(m_.ffn, gate, up, in_stride, ff, n, b_.gelu_table, out, ff, stream);
 }
 
-void ForwardStep::attention_block(uint32_t layer, uint32_t n, const AttentionLaunch& launch, cudaStream_t stream) {
+void ForwardStep::attention_block(uint32_t layer, uint32_t n, const AttentionPlan& launch, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
   const uint32_t E = m_.n_embd, F = qkv_dim(m_), qd = q_dim(m_), kd = k_dim(m_);
   norm_input(l.wqkv ? l.wqkv : l.wq, l.attn_norm, l.attn_norm_bias, nullptr, n, stream);
@@ -206,8 +208,8 @@ void ForwardStep::attention_block(uint32_t layer, uint32_t n, const AttentionLau
   prepare_qkv(shape, q, k, v, F, n, l.q_norm, l.k_norm, b_.rope, b_.pos, b_.seq, kv_, layer, stream);
 
   const std::size_t out_stride = std::size_t{m_.n_head} * m_.head_dim_v;
-  attention(attention_shape(m_, m_.layers[layer]), kv_, layer, q, F, b_.seq, b_.pos, b_.tiles, launch.n_tiles, n,
-            launch.n_spans, launch.single_warp, b_.attention, b_.attn_out, out_stride, stream);
+  attention(attention_shape(m_, m_.layers[layer]), kv_, layer, q, F, b_.seq, b_.pos, b_.tiles, n, launch, b_.attention,
+            b_.attn_out, out_stride, stream);
   forget_activations();
   if (l.post_attn_norm) {
     linear(l.wo, b_.attn_out, n, b_.proj, E, l.bo, nullptr, stream);
@@ -252,7 +254,7 @@ void ForwardStep::ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream) {
   }
 }
 
-void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionLaunch& attention, cudaStream_t stream,
+void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionPlan& attention, cudaStream_t stream,
                           const std::function<void(int)>* after_layer) {
   const uint32_t E = m_.n_embd;
   forget_activations();

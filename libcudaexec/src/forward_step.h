@@ -55,18 +55,11 @@ class ForwardStep {
  public:
   ForwardStep(const ModelDesc& model, const DeviceWeights& weights, const KvView& kv, const StepBuffers& buffers);
 
-  // How a step's attention is launched: its query tiles (already on the
-  // device), the spans covering its latest position, one warp per tile.
-  struct AttentionLaunch {
-    uint32_t n_tiles = 0;
-    uint32_t n_spans = 0;
-    bool single_warp = false;
-  };
-
   // Enqueues the step for n rows (ids/pos/seq/out_rows/tiles already on the
   // device), n_logit_rows of them wanting logits. after_layer(i) runs on the
   // host after enqueuing layer i (-1: the embedding), for tracing.
-  void enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionLaunch& attention, cudaStream_t stream,
+  // `attention` says how attention is launched (its tiles on the device).
+  void enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionPlan& attention, cudaStream_t stream,
                const std::function<void(int)>* after_layer = nullptr);
 
  private:
@@ -78,10 +71,11 @@ class ForwardStep {
   void norm_input(const DeviceMatrix& next, const float* w, const float* b, const int32_t* rows, uint32_t n,
                   cudaStream_t stream);
   // out = act(gate) (* up) for n rows of the FFN width, in the same launch
-  // quantized for `next`, the matrix that reads out.
+  // quantized for `next`, the only matrix that reads out (where that launch
+  // applies, only the quantized rows are kept).
   void activate(const DeviceMatrix& next, const float* gate, const float* up, std::size_t in_stride, float* out,
                 uint32_t n, cudaStream_t stream);
-  void attention_block(uint32_t layer, uint32_t n, const AttentionLaunch& launch, cudaStream_t stream);
+  void attention_block(uint32_t layer, uint32_t n, const AttentionPlan& launch, cudaStream_t stream);
   void ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream);
   // The routed FFN of a mixture of experts into b_.proj. The routing is
   // decided on the host (as the CPU path does it), so this step cannot be

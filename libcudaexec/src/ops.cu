@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kThreads) gated_activation_quantized_kernel(
   const float g = gate[r * in_stride + i];
   const float a = kind == FfnKind::GatedSilu ? silu(g) : gelu(g, table);
   const float y = up ? a * up[r * in_stride + i] : a;
-  out[r * out_stride + i] = y;
+  if (out != nullptr) out[r * out_stride + i] = y;
   uint8_t* act_row = act + r * layout.stride;
   const int lane = static_cast<int>(threadIdx.x % 32);
   if constexpr (!kSuper) {

@@ -75,6 +75,7 @@ void gated_activation(FfnKind kind, const float* gate, const float* up, std::siz
 // gated_activation whose output rows are also quantized to act_format
 // (Q8_0, Q8_1 or Q8_K) at act, exactly as quantize_activations(act_format,
 // out, ...) would convert them afterwards: one launch instead of two.
+// A null out keeps only the quantized rows (when they are all that is read).
 // Returns false, launching nothing, where n is not a multiple of 256 or the
 // format is not one of those.
 bool gated_activation_quantized(FfnKind kind, const float* gate, const float* up, std::size_t in_stride, uint32_t n,

@@ -76,6 +76,33 @@ inline constexpr int kMmaTileShapes = 9;
 double time_matmul_us(quant::QuantFormat weight_format, const void* w, uint32_t n_out, uint32_t n_in,
                       uint32_t n_rows, int reps, int tile = -1);
 
+// Attention of one sequence's n_rows newest tokens (positions past ..
+// past + n_rows - 1, all query heads) over a cache holding its keys and
+// values for positions 0 .. past + n_rows - 1.
+struct AttentionCheck {
+  uint32_t n_head = 0, n_head_kv = 0, head_dim = 0;
+  float scale = 1.0f;
+  float softcap = 0.0f;  // 0: none
+  uint32_t window = 0;   // 0: every earlier position
+  uint32_t past = 0, n_rows = 0;
+};
+
+// How check_attention launches: as the executor chooses for a prompt chunk,
+// one span per block (folded by a second kernel), every span of a tile in
+// one block, or each row alone as a decode step does (tiles of one token,
+// spans covering the whole cache).
+enum class AttentionSplit { Auto, PerSpan, PerTile, Decode };
+
+// out[r * n_head * head_dim + head * head_dim + d]; q [n_rows][n_head *
+// head_dim], k and v [past + n_rows][n_head_kv * head_dim] in f32 (the cache
+// stores them as f16). Empty where the split is unsupported for the shape.
+std::vector<float> check_attention(const AttentionCheck& c, const float* q, const float* k, const float* v,
+                                   AttentionSplit split);
+
+// Median microseconds of one attention launch (and its combine pass) for
+// the shape, on random inputs, as time_matvec_us.
+double time_attention_us(const AttentionCheck& c, AttentionSplit split, int reps);
+
 // Device-to-device copy bandwidth: bytes read plus bytes written per second
 // (GB/s) of cudaMemcpy over `bytes`, median of `reps`.
 double copy_bandwidth_gbs(std::size_t bytes, int reps);

@@ -1,0 +1,158 @@
+// Host wrappers around the attention kernels for the tests and the
+// benchmark: one sequence in a one-layer cache, launched as asked.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "attention.h"
+#include "cuda_check.h"
+#include "launch_timing.h"
+#include "lamina/cudaexec/device.h"
+#include "lamina/cudaexec/kernel_check.h"
+
+namespace lamina::cudaexec {
+namespace {
+
+template <typename T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(std::size_t n) : n_(n) { LAMINA_CUDA_CHECK(cudaMalloc(&ptr_, std::max<std::size_t>(n, 1) * sizeof(T))); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  ~DeviceArray() { cudaFree(ptr_); }
+  T* get() const { return ptr_; }
+  void upload(const std::vector<T>& v) {
+    LAMINA_CUDA_CHECK(cudaMemcpy(ptr_, v.data(), std::min(v.size(), n_) * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  std::vector<T> download() const {
+    std::vector<T> v(n_);
+    LAMINA_CUDA_CHECK(cudaMemcpy(v.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
+    return v;
+  }
+
+ private:
+  T* ptr_ = nullptr;
+  std::size_t n_;
+};
+
+std::vector<__half> to_half(const float* x, std::size_t n) {
+  std::vector<__half> h(n);
+  for (std::size_t i = 0; i < n; ++i) h[i] = __float2half_rn(x[i]);
+  return h;
+}
+
+// Everything one sequence's attention needs on the device, and its launches.
+class AttentionRun {
+ public:
+  AttentionRun(const AttentionCheck& c, const float* q, const float* k, const float* v)
+      : c_(c),
+        n_ctx_(c.past + c.n_rows),
+        shape_{c.n_head, c.n_head_kv, c.head_dim, c.head_dim, c.scale, c.softcap, c.window},
+        q_(std::size_t{c.n_rows} * c.n_head * c.head_dim),
+        k_(std::size_t{n_ctx_} * c.n_head_kv * c.head_dim),
+        v_(std::size_t{n_ctx_} * c.n_head_kv * c.head_dim),
+        seq_(c.n_rows),
+        pos_(c.n_rows),
+        tiles_(c.n_rows),
+        workspace_(detail::attention_workspace_floats(shape_, c.n_rows, detail::attention_spans(n_ctx_ - 1))),
+        out_(std::size_t{c.n_rows} * c.n_head * c.head_dim) {
+    q_.upload(std::vector<float>(q, q + std::size_t{c.n_rows} * c.n_head * c.head_dim));
+    k_.upload(to_half(k, std::size_t{n_ctx_} * c.n_head_kv * c.head_dim));
+    v_.upload(to_half(v, std::size_t{n_ctx_} * c.n_head_kv * c.head_dim));
+    seq_.upload(std::vector<uint32_t>(c.n_rows, 0));
+    std::vector<uint32_t> pos(c.n_rows);
+    for (uint32_t r = 0; r < c.n_rows; ++r) pos[r] = c.past + r;
+    pos_.upload(pos);
+    kv_ = {k_.get(), v_.get(), 1, n_ctx_, c.n_head_kv * c.head_dim, c.n_head_kv * c.head_dim};
+    LAMINA_CUDA_CHECK(cudaMemset(out_.get(), 0xFF, std::size_t{c.n_rows} * c.n_head * c.head_dim * sizeof(float)));
+  }
+
+  // Uploads the tiles for `split` and says how to launch; false where the
+  // split does not apply to the shape.
+  bool prepare(AttentionSplit split) {
+    const uint32_t n = c_.n_rows, group = c_.n_head / c_.n_head_kv;
+    std::vector<uint32_t> seq(n, 0);
+    std::vector<detail::AttentionTile> tiles(n);
+    split_ = split;
+    plan_ = {};
+    if (split == AttentionSplit::Decode) {
+      tiles[0] = {0, 1};
+      plan_ = {1, detail::attention_spans(n_ctx_ - 1), group <= 16, false};
+    } else {
+      plan_.n_tiles = detail::build_attention_tiles(seq.data(), n, detail::attention_tile_tokens(shape_), tiles.data());
+      plan_.n_spans = detail::attention_spans(c_.past + n - 1);
+      plan_.single_warp = plan_.n_tiles == n && group <= 16;
+      if (split == AttentionSplit::Auto) {
+        plan_.per_tile =
+            detail::attention_per_tile_pays(shape_, plan_.n_tiles, plan_.n_spans, device_info(0).sm_count);
+      } else if (split == AttentionSplit::PerTile) {
+        if (plan_.single_warp || c_.head_dim > detail::kAttentionPerTileMaxHeadDim) return false;
+        plan_.per_tile = true;
+      }
+    }
+    tiles_.upload(tiles);
+    return true;
+  }
+
+  void enqueue() {
+    const std::size_t row_floats = std::size_t{c_.n_head} * c_.head_dim;
+    if (split_ == AttentionSplit::Decode) {
+      // Each row alone, as separate decode steps run it (tile 0: one token at row 0 of the pointers).
+      for (uint32_t r = 0; r < c_.n_rows; ++r) {
+        detail::attention(shape_, kv_, 0, q_.get() + r * row_floats, row_floats, seq_.get() + r, pos_.get() + r,
+                          tiles_.get(), 1, plan_, workspace_.get(), out_.get() + r * row_floats, row_floats, nullptr);
+      }
+      return;
+    }
+    detail::attention(shape_, kv_, 0, q_.get(), row_floats, seq_.get(), pos_.get(), tiles_.get(), c_.n_rows, plan_,
+                      workspace_.get(), out_.get(), row_floats, nullptr);
+  }
+
+  std::vector<float> output() const {
+    LAMINA_CUDA_CHECK(cudaDeviceSynchronize());
+    return out_.download();
+  }
+
+ private:
+  AttentionCheck c_;
+  uint32_t n_ctx_;
+  detail::AttentionShape shape_;
+  DeviceArray<float> q_;
+  DeviceArray<__half> k_, v_;
+  DeviceArray<uint32_t> seq_, pos_;
+  DeviceArray<detail::AttentionTile> tiles_;
+  DeviceArray<float> workspace_;
+  DeviceArray<float> out_;
+  detail::KvView kv_;
+  AttentionSplit split_ = AttentionSplit::Auto;
+  detail::AttentionPlan plan_;
+};
+
+}  // namespace
+
+std::vector<float> check_attention(const AttentionCheck& c, const float* q, const float* k, const float* v,
+                                   AttentionSplit split) {
+  AttentionRun run(c, q, k, v);
+  if (!run.prepare(split)) return {};
+  run.enqueue();
+  LAMINA_CUDA_CHECK(cudaGetLastError());
+  return run.output();
+}
+
+double time_attention_us(const AttentionCheck& c, AttentionSplit split, int reps) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::size_t n_ctx = c.past + c.n_rows;
+  std::vector<float> q(std::size_t{c.n_rows} * c.n_head * c.head_dim), k(n_ctx * c.n_head_kv * c.head_dim),
+      v(k.size());
+  for (auto* x : {&q, &k, &v})
+    for (float& e : *x) e = normal(rng);
+  AttentionRun run(c, q.data(), k.data(), v.data());
+  if (!run.prepare(split)) return -1.0;
+  constexpr int kBatch = 10;
+  return detail::median_launch_us([&] { run.enqueue(); }, 3, kBatch, std::max(1, reps / kBatch));
+}
+
+}  // namespace lamina::cudaexec

@@ -114,21 +114,27 @@ std::vector<HfTensor> mixtral_tensors(const gguf::GgufFile& f, const ModelConfig
   return out;
 }
 
-nlohmann::json mixtral_config(const ModelConfig& c) {
-  return {{"architectures", {"MixtralForCausalLM"}},
+// The config.json keys every class here shares, from the GGUF model's configuration.
+nlohmann::json common_config(const std::string& hf_class, const ModelConfig& c) {
+  return {{"architectures", {hf_class}},
           {"hidden_size", c.n_embd},
-          {"intermediate_size", c.n_ff_expert},
           {"num_hidden_layers", c.n_layer},
           {"num_attention_heads", c.n_head},
           {"num_key_value_heads", c.n_head_kv},
           {"vocab_size", c.n_vocab},
           {"max_position_embeddings", c.n_ctx_train},
           {"rms_norm_eps", c.norm_eps},
-          {"rope_theta", c.rope.freq_base},
-          {"num_local_experts", c.n_expert},
-          {"num_experts_per_tok", c.n_expert_used},
-          {"hidden_act", "silu"},
-          {"tie_word_embeddings", false}};
+          {"rope_theta", c.rope.freq_base}};
+}
+
+nlohmann::json mixtral_config(const ModelConfig& c) {
+  nlohmann::json j = common_config("MixtralForCausalLM", c);
+  j["intermediate_size"] = c.n_ff_expert;
+  j["num_local_experts"] = c.n_expert;
+  j["num_experts_per_tok"] = c.n_expert_used;
+  j["hidden_act"] = "silu";
+  j["tie_word_embeddings"] = false;
+  return j;
 }
 
 // Gemma stores its norms as (1 + w): the converter's +1 undone (exactly in
@@ -163,25 +169,18 @@ std::vector<HfTensor> gemma3_tensors(const gguf::GgufFile& f, const ModelConfig&
 }
 
 nlohmann::json gemma3_config(const ModelConfig& c) {
-  return {{"architectures", {"Gemma3ForCausalLM"}},
-          {"hidden_size", c.n_embd},
-          {"intermediate_size", c.n_ff},
-          {"num_hidden_layers", c.n_layer},
-          {"num_attention_heads", c.n_head},
-          {"num_key_value_heads", c.n_head_kv},
-          {"head_dim", c.head_dim_k},
-          {"vocab_size", c.n_vocab},
-          {"max_position_embeddings", c.n_ctx_train},
-          {"rms_norm_eps", c.norm_eps},
-          {"rope_theta", c.rope.freq_base},
-          {"rope_local_base_freq", c.rope.freq_base_swa},
-          {"rope_scaling", {{"rope_type", "linear"}, {"factor", 1.0f / c.rope.freq_scale}}},
-          {"sliding_window", c.sliding_window},
-          {"sliding_window_pattern", c.sliding_window_pattern},
-          {"query_pre_attn_scalar", c.head_dim_k},
-          {"hidden_activation", "gelu_pytorch_tanh"},
-          {"final_logit_softcapping", nullptr},
-          {"attn_logit_softcapping", nullptr}};
+  nlohmann::json j = common_config("Gemma3ForCausalLM", c);
+  j["intermediate_size"] = c.n_ff;
+  j["head_dim"] = c.head_dim_k;
+  j["rope_local_base_freq"] = c.rope.freq_base_swa;
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1.0f / c.rope.freq_scale}};
+  j["sliding_window"] = c.sliding_window;
+  j["sliding_window_pattern"] = c.sliding_window_pattern;
+  j["query_pre_attn_scalar"] = c.head_dim_k;
+  j["hidden_activation"] = "gelu_pytorch_tanh";
+  j["final_logit_softcapping"] = nullptr;
+  j["attn_logit_softcapping"] = nullptr;
+  return j;
 }
 
 class HfFromGguf : public ::testing::Test {
@@ -240,6 +239,21 @@ TEST_F(HfFromGguf, MixtralFolderRunsLikeItsGguf) {
   EXPECT_EQ(c.n_expert_used, 2u);
   EXPECT_EQ(c.n_ff_expert, 128u);
   const std::vector<int32_t> ids{1, 400, 37, 255, 88, 300, 12, 401, 5, 77, 17, 333};
+  EXPECT_EQ(logits_of(*hf_model, ids), logits_of(*gguf_model, ids));
+}
+
+// --quantize at load takes the expert stacks too (the router stays F32, as
+// llama.cpp keeps it), the same from the folder as from the GGUF file.
+TEST_F(HfFromGguf, MixtralQuantizedAtLoadLikeItsGguf) {
+  write_folder("mixtral.f32.gguf");
+  LoadOptions options;
+  options.quantize = quant::QuantFormat::Q8_0;
+  const auto hf_model = Model::load(dir_, options);
+  const auto gguf_model = Model::load(kArchs / "mixtral.f32.gguf", options);
+  for (const char* name : {"blk.0.ffn_gate_exps.weight", "blk.1.ffn_down_exps.weight", "blk.0.attn_q.weight"})
+    EXPECT_EQ(hf_model->file().tensor(name).type, gguf::TensorType::Q8_0) << name;
+  EXPECT_EQ(hf_model->file().tensor("blk.0.ffn_gate_inp.weight").type, gguf::TensorType::F32);
+  const std::vector<int32_t> ids{1, 400, 37, 255, 88, 300, 12, 401};
   EXPECT_EQ(logits_of(*hf_model, ids), logits_of(*gguf_model, ids));
 }
 

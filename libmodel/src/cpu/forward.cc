@@ -35,8 +35,8 @@ struct CpuForward::State {
   void ffn_block(uint32_t layer, std::size_t n);
   // Rotates with the windowed layers' tables when `swa` (gemma3's second base).
   void rope(float* rows, std::size_t stride, uint32_t n_heads, std::span<const TokenInput> batch, bool swa);
-  void rope_tables(std::span<const TokenInput> batch, const std::vector<double>& freqs, std::vector<double>& cos_out,
-                   std::vector<double>& sin_out) const;
+  void rope_tables(std::span<const TokenInput> batch, const std::vector<double>& freqs,
+                   std::vector<double>& cos_out, std::vector<double>& sin_out) const;
   void head_norm(float* rows, uint32_t n_heads, std::size_t n, const Vector& w) const;
   float gelu(float x) const { return options.exact_activations ? cpu::gelu_tanh(x) : cpu::gelu_f16_table(x); }
 

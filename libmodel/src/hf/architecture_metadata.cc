@@ -111,12 +111,13 @@ void check_supported(const HfConfig& config, Family family) {
         for (std::size_t i = 0; i < types->size(); ++i) {
           const std::string want = i % period < period - 1 ? "sliding_attention" : "full_attention";
           if ((*types)[i] != want)
-            config.fail("layer_types", "layer " + std::to_string(i) + " is not '" + want + "' (lamina runs one global layer in every " +
-                                           std::to_string(period) + ")");
+            config.fail("layer_types", "layer " + std::to_string(i) + " is not '" + want +
+                                           "' (lamina runs one global layer in every " + std::to_string(period) + ")");
         }
       }
       if (const Json* rope = config.find("rope_parameters"); rope && rope->contains("sliding_attention"))
-        config.fail("rope_parameters", "is given per layer type; lamina reads rope_theta, rope_local_base_freq and rope_scaling");
+        config.fail("rope_parameters",
+                    "is given per layer type; lamina reads rope_theta, rope_local_base_freq and rope_scaling");
       break;
     }
   }

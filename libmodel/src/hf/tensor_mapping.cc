@@ -75,7 +75,10 @@ std::optional<Target> map_expert(const HfArchitecture& a, const std::string& blk
   const auto expert = split_layer(rest);
   if (!expert || expert->first >= a.n_expert) return std::nullopt;
   static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
-      {"w1.weight", "ffn_gate_exps.weight"}, {"w3.weight", "ffn_up_exps.weight"}, {"w2.weight", "ffn_down_exps.weight"}};
+      {"w1.weight", "ffn_gate_exps.weight"},
+      {"w3.weight", "ffn_up_exps.weight"},
+      {"w2.weight", "ffn_down_exps.weight"},
+  };
   for (const auto& [hf, gguf] : kParts) {
     if (expert->second == hf) return Target{blk + std::string(gguf), Change::StackExpert, 0, expert->first};
   }
@@ -280,11 +283,13 @@ gguf::TensorInfo stack_experts(const std::string& name, const std::vector<const 
     if (t.shape.size() != 2 || t.shape != first.tensor.shape || t.dtype != first.tensor.dtype)
       throw ModelError(ct->file + ": tensor '" + t.name + "' does not have the 2-D shape and type of '" +
                        first.tensor.name + "', the other experts of '" + name + "'");
+    if (t.shape[0] == 0 || t.shape[1] == 0) throw ModelError(ct->file + ": tensor '" + t.name + "' is empty");
   }
   const std::size_t bytes = first.tensor.data.size();
   owned.push_back(std::make_unique<std::byte[]>(bytes * experts.size()));
   std::byte* out = owned.back().get();
-  for (std::size_t e = 0; e < experts.size(); ++e) std::memcpy(out + e * bytes, experts[e]->tensor.data.data(), bytes);
+  for (std::size_t e = 0; e < experts.size(); ++e)
+    std::memcpy(out + e * bytes, experts[e]->tensor.data.data(), bytes);
   gguf::TensorInfo t;
   t.name = name;
   t.n_dims = 3;

@@ -67,6 +67,16 @@ uint32_t vocab_size(const gguf::GgufFile& file, const MetadataReader& md) {
   return static_cast<uint32_t>(embd->ne[1]);
 }
 
+// The width attention scores are scaled by, 1/sqrt(width), where the file
+// states no attention.scale. Gemma 2 and 3 27B (46 and 62 layers) were
+// trained with query_pre_attn_scalar = n_embd / n_head rather than the head
+// size, and llama.cpp's converter writes no key for it: llama.cpp knows them
+// by their layer count, and so does lamina.
+uint32_t default_scale_width(const ModelConfig& c) {
+  const bool gemma_27b = (c.arch->name == "gemma2" && c.n_layer == 46) || (c.arch->name == "gemma3" && c.n_layer == 62);
+  return gemma_27b ? c.n_embd / c.n_head : c.head_dim_k;
+}
+
 }  // namespace
 
 ModelConfig load_config(const gguf::GgufFile& file) {
@@ -156,7 +166,7 @@ ModelConfig load_config(const gguf::GgufFile& file) {
     require(c.sliding_window_pattern > 0, arch_name + ": attention.sliding_window_pattern must be positive");
   }
   c.attn_scale = md.f32("attention.scale").value_or(0.0f);
-  if (c.attn_scale == 0.0f) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
+  if (c.attn_scale == 0.0f) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(default_scale_width(c)));
   require(std::isfinite(c.attn_scale) && c.attn_scale > 0, arch_name + ": attention.scale must be positive");
   return c;
 }

@@ -1,7 +1,9 @@
-// Hostile variants of the archs/ models (a key or tensor changed in memory):
-// loading fails with a ModelError naming the key or tensor, never a crash.
+// Variants of the archs/ models (a key or tensor changed in memory): hostile
+// ones fail with a ModelError naming the key or tensor, never a crash; others
+// read as llama.cpp reads them.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -91,6 +93,22 @@ TEST_F(ArchErrors, Gemma3Keys) {
             "missing tensor 'blk.2.attn_k_norm.weight'");
   EXPECT_EQ(load_error("gemma3.f32", drop_tensor("blk.0.post_ffw_norm.weight")),
             "missing tensor 'blk.0.post_ffw_norm.weight'");
+}
+
+// Gemma 3 27B (62 layers) scales scores by 1/sqrt(n_embd / n_head), as
+// llama.cpp does for a file without attention.scale; other sizes by the head
+// size. Here n_embd / n_head = 256 / 2 = 128 against a head size of 64.
+TEST_F(ArchErrors, Gemma3LargestSizeAttentionScale) {
+  const auto original = gguf::GgufFile::open(kArchs / "gemma3.f32.gguf");
+  for (const uint32_t n_layer : {3u, 62u}) {
+    auto metadata = original.metadata();
+    auto tensors = original.tensors();
+    set_key("gemma3.attention.head_count", gguf::Value::u32(2))(metadata, tensors);
+    set_key("gemma3.block_count", gguf::Value::u32(n_layer))(metadata, tensors);
+    const auto file = gguf::GgufFile::assemble(std::move(metadata), std::move(tensors), nullptr);
+    const ModelConfig c = load_config(file);
+    EXPECT_FLOAT_EQ(c.attn_scale, 1.0f / std::sqrt(n_layer == 62 ? 128.0f : 64.0f)) << n_layer << " layers";
+  }
 }
 
 }  // namespace

@@ -145,25 +145,26 @@ HfTensor gemma_norm(const gguf::GgufFile& f, const std::string& gguf_name, const
   return t;
 }
 
-// archs/gemma3.f32.gguf as transformers' Gemma3ForCausalLM stores it.
+// archs/gemma3.f32.gguf as transformers' Gemma3ForCausalLM stores it:
+// per layer, GGUF name -> transformers' name (".weight" on both).
 std::vector<HfTensor> gemma3_tensors(const gguf::GgufFile& f, const ModelConfig& c) {
+  static constexpr std::pair<const char*, const char*> kNorms[] = {
+      {"attn_norm", "input_layernorm"},      {"post_attention_norm", "post_attention_layernorm"},
+      {"ffn_norm", "pre_feedforward_layernorm"}, {"post_ffw_norm", "post_feedforward_layernorm"},
+      {"attn_q_norm", "self_attn.q_norm"},   {"attn_k_norm", "self_attn.k_norm"},
+  };
+  static constexpr std::pair<const char*, const char*> kMatrices[] = {
+      {"attn_q", "self_attn.q_proj"}, {"attn_k", "self_attn.k_proj"}, {"attn_v", "self_attn.v_proj"},
+      {"attn_output", "self_attn.o_proj"}, {"ffn_gate", "mlp.gate_proj"}, {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"},
+  };
   std::vector<HfTensor> out{matrix(f, "token_embd.weight", "model.embed_tokens.weight"),
                             gemma_norm(f, "output_norm.weight", "model.norm.weight")};
   for (uint32_t il = 0; il < c.n_layer; ++il) {
     const std::string b = "blk." + std::to_string(il) + ".", l = "model.layers." + std::to_string(il) + ".";
-    out.push_back(gemma_norm(f, b + "attn_norm.weight", l + "input_layernorm.weight"));
-    out.push_back(gemma_norm(f, b + "post_attention_norm.weight", l + "post_attention_layernorm.weight"));
-    out.push_back(gemma_norm(f, b + "ffn_norm.weight", l + "pre_feedforward_layernorm.weight"));
-    out.push_back(gemma_norm(f, b + "post_ffw_norm.weight", l + "post_feedforward_layernorm.weight"));
-    out.push_back(gemma_norm(f, b + "attn_q_norm.weight", l + "self_attn.q_norm.weight"));
-    out.push_back(gemma_norm(f, b + "attn_k_norm.weight", l + "self_attn.k_norm.weight"));
-    out.push_back(matrix(f, b + "attn_q.weight", l + "self_attn.q_proj.weight"));
-    out.push_back(matrix(f, b + "attn_k.weight", l + "self_attn.k_proj.weight"));
-    out.push_back(matrix(f, b + "attn_v.weight", l + "self_attn.v_proj.weight"));
-    out.push_back(matrix(f, b + "attn_output.weight", l + "self_attn.o_proj.weight"));
-    out.push_back(matrix(f, b + "ffn_gate.weight", l + "mlp.gate_proj.weight"));
-    out.push_back(matrix(f, b + "ffn_up.weight", l + "mlp.up_proj.weight"));
-    out.push_back(matrix(f, b + "ffn_down.weight", l + "mlp.down_proj.weight"));
+    for (const auto& [g, h] : kNorms)
+      out.push_back(gemma_norm(f, b + g + ".weight", l + h + ".weight"));
+    for (const auto& [g, h] : kMatrices) out.push_back(matrix(f, b + g + ".weight", l + h + ".weight"));
   }
   return out;
 }

@@ -19,7 +19,9 @@ void dump_tensor_f32(const gguf::GgufFile& file, std::string_view name,
   const gguf::TensorInfo* t = file.find_tensor(name);
   if (t == nullptr) throw std::runtime_error("no tensor named '" + std::string(name) + "'");
   const auto format = quant::format_from_id(static_cast<uint32_t>(t->type));
-  if (!format || !quant::format_traits(*format).is_weight_format)
+  // Every type libquant knows dequantizes, the activation-only ones (Q8_1,
+  // Q8_K) included: a file may hold them although no model reads them.
+  if (!format)
     throw std::runtime_error("tensor '" + t->name + "' is stored as " +
                              std::string(gguf::tensor_type_name(t->type)) +
                              ", which lamina cannot dequantize");

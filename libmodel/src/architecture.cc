@@ -5,8 +5,8 @@
 namespace lamina::model {
 namespace {
 
-constexpr std::array<ArchSpec, 7> kArchs = [] {
-  ArchSpec llama{.name = "llama", .sliding_window_layers = WindowLayers::All};
+constexpr std::array<ArchSpec, 8> kArchs = [] {
+  ArchSpec llama{.name = "llama", .experts_optional = true, .sliding_window_layers = WindowLayers::All};
 
   ArchSpec qwen2{.name = "qwen2", .rope = RopeKind::Neox};
 
@@ -26,7 +26,12 @@ constexpr std::array<ArchSpec, 7> kArchs = [] {
                   .post_norms = true, .scale_embeddings = true, .always_tied_output = true,
                   .sliding_window_layers = WindowLayers::Even};
 
-  return std::array<ArchSpec, 7>{llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2};
+  ArchSpec gemma3 = gemma2;
+  gemma3.name = "gemma3";
+  gemma3.qk_norm = true;
+  gemma3.sliding_window_layers = WindowLayers::Pattern;
+
+  return std::array<ArchSpec, 8>{llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2, gemma3};
 }();
 
 }  // namespace
@@ -39,7 +44,7 @@ const ArchSpec* find_arch(std::string_view name) {
 }
 
 std::string_view supported_archs() {
-  return "llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2";
+  return "llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2, gemma3";
 }
 
 }  // namespace lamina::model

@@ -67,6 +67,16 @@ uint32_t vocab_size(const gguf::GgufFile& file, const MetadataReader& md) {
   return static_cast<uint32_t>(embd->ne[1]);
 }
 
+// The width attention scores are scaled by, 1/sqrt(width), where the file
+// states no attention.scale. Gemma 2 and 3 27B (46 and 62 layers) were
+// trained with query_pre_attn_scalar = n_embd / n_head rather than the head
+// size, and llama.cpp's converter writes no key for it: llama.cpp knows them
+// by their layer count, and so does lamina.
+uint32_t default_scale_width(const ModelConfig& c) {
+  const bool gemma_27b = (c.arch->name == "gemma2" && c.n_layer == 46) || (c.arch->name == "gemma3" && c.n_layer == 62);
+  return gemma_27b ? c.n_embd / c.n_head : c.head_dim_k;
+}
+
 }  // namespace
 
 ModelConfig load_config(const gguf::GgufFile& file) {
@@ -93,12 +103,19 @@ ModelConfig load_config(const gguf::GgufFile& file) {
   c.n_vocab = vocab_size(file, md);
   require(c.n_vocab > 0, "vocabulary is empty");
 
-  if (c.arch->ffn == FfnKind::MoeGatedSilu) {
+  const bool moe = c.arch->ffn == FfnKind::MoeGatedSilu ||
+                   (c.arch->experts_optional && md.u32("expert_count").value_or(0) > 0);
+  if (moe) {
     c.n_expert = md.required_u32("expert_count");
     c.n_expert_used = md.required_u32("expert_used_count");
-    c.n_ff_expert = md.required_u32("expert_feed_forward_length");
+    require(c.n_expert > 0, arch_name + ": expert_count must be positive");
     require(c.n_expert_used > 0 && c.n_expert_used <= c.n_expert,
-            arch_name + ": expert_used_count must be in 1..expert_count");
+            arch_name + ": expert_used_count " + std::to_string(c.n_expert_used) + " must be in 1..expert_count (" +
+                std::to_string(c.n_expert) + ")");
+    // Mixtral-style llama files give the expert width as feed_forward_length.
+    const auto expert_ff = md.u32("expert_feed_forward_length");
+    c.n_ff_expert = expert_ff ? *expert_ff : md.required_u32("feed_forward_length");
+    require(c.n_ff_expert > 0, arch_name + ": the expert feed-forward width is zero");
     c.n_ff = md.u32("feed_forward_length").value_or(c.n_ff_expert);
   } else {
     c.n_ff = md.required_u32("feed_forward_length");
@@ -132,14 +149,24 @@ ModelConfig load_config(const gguf::GgufFile& file) {
       throw ModelError(arch_name + ": rope scaling '" + scaling + "' is not supported");
     }
     c.rope.has_freq_factors = file.find_tensor("rope_freqs.weight") != nullptr;
+    // gemma3 files without the key get llama.cpp's default local base.
+    const float swa_default = c.arch->sliding_window_layers == WindowLayers::Pattern ? 10000.0f : 0.0f;
+    c.rope.freq_base_swa = md.f32("rope.freq_base_swa").value_or(swa_default);
+    require(std::isfinite(c.rope.freq_base_swa) && c.rope.freq_base_swa >= 0,
+            arch_name + ": rope.freq_base_swa must be positive");
   }
 
   c.attn_softcap = md.f32("attn_logit_softcapping").value_or(0.0f);
   c.final_softcap = md.f32("final_logit_softcapping").value_or(0.0f);
   if (c.arch->sliding_window_layers != WindowLayers::None)
     c.sliding_window = md.u32("attention.sliding_window").value_or(0);
+  if (c.arch->sliding_window_layers == WindowLayers::Pattern) {
+    // llama.cpp's default period where the key is absent (real Gemma 3 files).
+    c.sliding_window_pattern = md.u32("attention.sliding_window_pattern").value_or(6);
+    require(c.sliding_window_pattern > 0, arch_name + ": attention.sliding_window_pattern must be positive");
+  }
   c.attn_scale = md.f32("attention.scale").value_or(0.0f);
-  if (c.attn_scale == 0.0f) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
+  if (c.attn_scale == 0.0f) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(default_scale_width(c)));
   require(std::isfinite(c.attn_scale) && c.attn_scale > 0, arch_name + ": attention.scale must be positive");
   return c;
 }

@@ -21,12 +21,13 @@ bool is_float(gguf::TensorType t) {
   return t == gguf::TensorType::F32 || t == gguf::TensorType::F16 || t == gguf::TensorType::BF16;
 }
 
-// The tensors llama.cpp's quantizer converts: matrices, but not norms or
-// learned position tables.
+// The tensors llama.cpp's quantizer converts: matrices and expert stacks,
+// but not norms, learned position tables or the experts' routers.
 bool quantizable(const gguf::TensorInfo& t, quant::QuantFormat format) {
   const std::string_view name = t.name;
-  return t.n_dims == 2 && is_float(t.type) && name.ends_with(".weight") && !name.ends_with("_norm.weight") &&
-         name != "position_embd.weight" && t.ne[0] % quant::format_traits(format).block_elems == 0;
+  return (t.n_dims == 2 || t.n_dims == 3) && is_float(t.type) && name.ends_with(".weight") &&
+         !name.ends_with("_norm.weight") && !name.ends_with("ffn_gate_inp.weight") && name != "position_embd.weight" &&
+         t.ne[0] % quant::format_traits(format).block_elems == 0;
 }
 
 }  // namespace
@@ -40,7 +41,7 @@ gguf::GgufFile quantize_weights(gguf::GgufFile file, quant::QuantFormat format) 
   for (gguf::TensorInfo& t : tensors) {
     if (!quantizable(t, format) || static_cast<uint32_t>(t.type) == static_cast<uint32_t>(format)) continue;
     const auto from = *quant::format_from_id(static_cast<uint32_t>(t.type));
-    const uint64_t n_in = t.ne[0], n_rows = t.ne[1];
+    const uint64_t n_in = t.ne[0], n_rows = t.n_rows();
     const uint64_t in_row = quant::row_bytes(from, n_in), out_row = quant::row_bytes(format, n_in);
     auto buffer = std::make_unique<std::byte[]>(n_rows * out_row);
     const std::byte* src = t.data.data();

@@ -92,7 +92,7 @@ void bind_attention(Binder& b, const ModelConfig& c, const std::string& p, Layer
 }
 
 void bind_ffn(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& l) {
-  switch (c.arch->ffn) {
+  switch (c.ffn()) {
     case FfnKind::MoeGatedSilu:
       l.router = b.matrix(p + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
       l.gate_exps = b.matrix(p + "ffn_gate_exps.weight", c.n_embd, c.n_ff_expert, true, c.n_expert);

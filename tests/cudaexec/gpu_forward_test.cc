@@ -319,6 +319,22 @@ TEST(GpuForward, ClearErrorWhenTheCacheDoesNotFit) {
   }
 }
 
+// gemma3's local layers rotate with a second RoPE base the executor has no
+// place for: refused by name, before anything runs.
+TEST(GpuForward, RefusesWhatTheExecutorDoesNotImplement) {
+  const fs::path path = kData / "archs/gemma3.f32.gguf";
+  if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
+  const auto m = Model::load(path.string());
+  try {
+    (void)make_gpu_forward(*m, {.n_ctx = 64}, no_gate());
+    FAIL() << "expected an error";
+  } catch (const ModelError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("gemma3"), std::string::npos) << message;
+    EXPECT_NE(message.find("rope.freq_base_swa"), std::string::npos) << message;
+  }
+}
+
 TEST(GpuForward, RejectsBadTokensPositionsAndSlots) {
   const fs::path path = kData / "models/stories260K.gguf";
   if (!fs::exists(path)) GTEST_SKIP() << "no " << path;

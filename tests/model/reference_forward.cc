@@ -79,18 +79,28 @@ Qkv project_qkv(const ModelState& s, const LayerWeights& l, const Activations& x
           Activations(qkv.begin() + k_end, qkv.end())};
 }
 
+bool is_local_layer(const ModelConfig& c, size_t il) {
+  if (c.arch.sliding_window_on_even_layers) return il % 2 == 0;
+  if (c.arch.sliding_window_pattern) return il % c.window_period < c.window_period - 1;
+  return false;
+}
+
 // Per-head RMSNorm (qwen3) and RoPE, in place, for `n_heads` heads.
 void position_heads(const ModelState& s, Activations& x, size_t n_heads, const Vector& head_norm,
-                    size_t pos) {
+                    size_t pos, size_t il) {
   const ModelConfig& c = s.config;
+  // gemma3's local layers rotate with their own base and no scaling.
+  const bool own_base = c.rope_base_swa > 0 && is_local_layer(c, il);
+  const double base = own_base ? c.rope_base_swa : c.rope_base;
+  const double scaled_pos = static_cast<double>(pos) * (own_base ? 1.0 : c.rope_scale);
   for (size_t h = 0; h < n_heads; ++h) {
     std::span<double> head(x.data() + h * c.head_dim_k, c.head_dim_k);
     if (!head_norm.empty()) {
       const Activations normed = rms_norm(head, head_norm, c.norm_eps);
       std::copy(normed.begin(), normed.end(), head.begin());
     }
-    if (c.arch.rope == RopeKind::Norm) rope_norm(head, pos, c.n_rot, c.rope_base, s.weights.rope_freqs);
-    if (c.arch.rope == RopeKind::Neox) rope_neox(head, pos, c.n_rot, c.rope_base, s.weights.rope_freqs);
+    if (c.arch.rope == RopeKind::Norm) rope_norm(head, scaled_pos, c.n_rot, base, s.weights.rope_freqs);
+    if (c.arch.rope == RopeKind::Neox) rope_neox(head, scaled_pos, c.n_rot, base, s.weights.rope_freqs);
   }
 }
 
@@ -130,12 +140,12 @@ Activations attention_block(ModelState& s, size_t il, const Activations& x) {
   const LayerWeights& l = s.weights.layers[il];
   const size_t pos = s.n_past;
   Qkv qkv = project_qkv(s, l, x);
-  position_heads(s, qkv.q, c.n_head, l.q_norm, pos);
-  position_heads(s, qkv.k, c.n_head_kv, l.k_norm, pos);
+  position_heads(s, qkv.q, c.n_head, l.q_norm, pos, il);
+  position_heads(s, qkv.k, c.n_head_kv, l.k_norm, pos, il);
   LayerCache& cache = s.cache[il];
   cache.keys.push_back(std::move(qkv.k));
   cache.values.push_back(std::move(qkv.v));
-  const bool sliding = c.arch.sliding_window_on_even_layers && il % 2 == 0;
+  const bool sliding = is_local_layer(c, il);
   const Activations heads = attention(s, qkv.q, cache, sliding);
   return matvec(l.wo, heads, quantize_activations(s), l.bo);
 }

@@ -1,6 +1,6 @@
 // Proves the float64 reference forward pass right, so that it can serve as
 // the oracle for the fast paths:
-//  - archs/: 8 architectures x {f32, q8_0, q4_k_m} against llama.cpp's logits,
+//  - archs/: the architectures in each precision shipped, against llama.cpp's logits,
 //    once with exact math and once emulating ggml's numerics, each compared
 //    with what an independent float64 implementation measured against the
 //    same logits (the `crosscheck` block of each reference JSON, also the
@@ -133,7 +133,7 @@ void expect_like_crosscheck(const Deviation& ours, const json& stated, const std
 }
 
 // ---------------------------------------------------------------------------
-// archs/: 24 tiny random-weight models against llama.cpp.
+// archs/: tiny random-weight models against llama.cpp.
 
 class ArchModelTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -142,21 +142,38 @@ class ArchModelTest : public ::testing::TestWithParam<std::string> {
     const fs::path json_path = testdata("archs/" + m + ".reference.json");
     SKIP_IF_MISSING(json_path);
     const json ref = read_json(json_path);
-    const json& c = ref.at("cases").at(0);
+    const size_t n_vocab = ref.at("n_vocab").get<size_t>();
+    const auto file = gguf::GgufFile::open(testdata("archs/" + ref.at("model_file").get<std::string>()));
+    // The later archs state no float64 cross-check emulating ggml. For
+    // gemma3.f32 (f32 weights: no activation is quantized, so the GELU table
+    // is all ggml adds) the README states its bound for a pass with the f16
+    // GELU table, measured by a pass that is not float64 throughout, so the
+    // statistics of the cross-check do not carry over: that bound is used.
+    const json& stated = ref.at("cases").at(0).at("crosscheck");
+    if (emulate_ggml && !stated.contains("f64_emulating_ggml")) {
+      if (!GetParam().ends_with(".f32") || !stated.contains("f64_gelu_f16_table"))
+        GTEST_SKIP() << "the reference states no cross-check emulating ggml";
+      for (const json& c : ref.at("cases")) check_case(file, c, n_vocab, true, nullptr);
+      return;
+    }
+    const char* key = emulate_ggml ? "f64_emulating_ggml" : "exact_f64";
+    for (const json& c : ref.at("cases")) check_case(file, c, n_vocab, emulate_ggml, key);
+  }
+
+  void check_case(const gguf::GgufFile& file, const json& c, size_t n_vocab, bool emulate_ggml, const char* key) {
+    const std::string m = GetParam() + " " + c.value("prompt_name", std::string("public"));
     const auto prompt = c.at("prompt_ids").get<std::vector<int32_t>>();
     const auto generated = c.at("generated_ids").get<std::vector<int32_t>>();
-    const size_t n_vocab = ref.at("n_vocab").get<size_t>();
     const auto prompt_logits = read_f32(testdata("archs/" + c.at("logits_file").get<std::string>()));
     const auto gen_logits = read_f32(testdata("archs/" + c.at("gen_logits_file").get<std::string>()));
     ASSERT_EQ(prompt_logits.size(), prompt.size() * n_vocab);
     ASSERT_EQ(gen_logits.size(), generated.size() * n_vocab);
 
     // Teacher forcing: the prompt and every generated token but the last.
-    // Row p holds the logits after token p, so rows 0..7 are the prompt's
-    // and rows 7..38 those the 32 generated tokens were chosen from.
+    // Row p holds the logits after token p, so rows 0..n-1 are the prompt's
+    // and rows n-1.. those the generated tokens were chosen from.
     std::vector<int32_t> tokens = prompt;
     tokens.insert(tokens.end(), generated.begin(), generated.end() - 1);
-    const auto file = gguf::GgufFile::open(testdata("archs/" + ref.at("model_file").get<std::string>()));
     const ReferenceOptions options{.emulate_ggml_activation_quant = emulate_ggml,
                                    .emulate_ggml_gelu_f16 = emulate_ggml};
     const std::vector<float> logits = reference_logits(file, tokens, options);
@@ -165,11 +182,22 @@ class ArchModelTest : public ::testing::TestWithParam<std::string> {
     const std::span<const float> all(logits);
     const auto ours_prompt = all.first(prompt.size() * n_vocab);
     const auto ours_gen = all.subspan((prompt.size() - 1) * n_vocab, generated.size() * n_vocab);
-    const json& stated = c.at("crosscheck").at(emulate_ggml ? "f64_emulating_ggml" : "exact_f64");
     std::printf("%s (%s)\n", m.c_str(), emulate_ggml ? "emulating ggml" : "exact f64");
-    expect_like_crosscheck(deviation(ours_prompt, prompt_logits, n_vocab), stated.at("prompt"), "prompt");
-    expect_like_crosscheck(deviation(ours_gen, gen_logits, n_vocab),
-                           stated.at("generation_teacher_forced"), "generation (teacher-forced)");
+    if (key == nullptr) {
+      // archs/README.md, tolerances for the added archs: gemma3 f32 with the
+      // f16 GELU table within 5e-3, and every greedy choice the same.
+      for (const auto& [what, d] : {std::pair{"prompt", deviation(ours_prompt, prompt_logits, n_vocab)},
+                                    std::pair{"generation", deviation(ours_gen, gen_logits, n_vocab)}}) {
+        EXPECT_LE(d.max_abs, 5e-3) << m << " " << what;
+        EXPECT_EQ(d.argmax_agree, d.rows) << m << " " << what;
+        std::printf("  %-28s max abs %.2e  argmax %zu/%zu\n", what, d.max_abs, d.argmax_agree, d.rows);
+      }
+      return;
+    }
+    const json& stated = c.at("crosscheck").at(key);
+    expect_like_crosscheck(deviation(ours_prompt, prompt_logits, n_vocab), stated.at("prompt"), m + " prompt");
+    expect_like_crosscheck(deviation(ours_gen, gen_logits, n_vocab), stated.at("generation_teacher_forced"),
+                           m + " generation (teacher-forced)");
   }
 };
 
@@ -181,6 +209,8 @@ std::vector<std::string> arch_models() {
   for (const char* arch : {"llama", "llama3", "qwen2", "qwen3", "phi3", "gpt2", "gemma2", "qwen3moe"}) {
     for (const char* precision : {"f32", "q8_0", "q4_k_m"}) out.push_back(std::string(arch) + "." + precision);
   }
+  // Added later, with the precisions archs/README.md ships for them.
+  for (const char* model : {"mixtral.f32", "mixtral.q4_k_m", "gemma3.f32", "gemma3.q4_k_m"}) out.push_back(model);
   return out;
 }
 

@@ -14,7 +14,7 @@ using gguf::TensorInfo;
 
 // One row per supported architecture. Columns: norm, rope, ffn, activation,
 // then the optional features by name.
-const std::array<ArchTraits, 7> kArchitectures = {{
+const std::array<ArchTraits, 8> kArchitectures = {{
     {.name = "llama", .norm = NormKind::Rms, .rope = RopeKind::Norm,
      .ffn = FfnKind::Gated, .activation = Activation::Silu},
     {.name = "qwen2", .norm = NormKind::Rms, .rope = RopeKind::Neox,
@@ -31,6 +31,9 @@ const std::array<ArchTraits, 7> kArchitectures = {{
     {.name = "gemma2", .norm = NormKind::Rms, .rope = RopeKind::Neox,
      .ffn = FfnKind::Gated, .activation = Activation::Gelu, .post_norms = true,
      .scale_embeddings = true, .sliding_window_on_even_layers = true},
+    {.name = "gemma3", .norm = NormKind::Rms, .rope = RopeKind::Neox,
+     .ffn = FfnKind::Gated, .activation = Activation::Gelu, .qk_norm = true, .post_norms = true,
+     .scale_embeddings = true, .sliding_window_pattern = true},
 }};
 
 // Metadata lookups under the architecture's prefix.
@@ -209,11 +212,22 @@ ModelConfig read_config(const GgufFile& file) {
   }
   c.attn_softcap = h.f32_or("attn_logit_softcapping", 0.0);
   c.final_softcap = h.f32_or("final_logit_softcapping", 0.0);
-  if (c.arch.sliding_window_on_even_layers) c.sliding_window = h.u32("attention.sliding_window");
+  if (c.arch.sliding_window_on_even_layers || c.arch.sliding_window_pattern)
+    c.sliding_window = h.u32("attention.sliding_window");
+  if (c.arch.sliding_window_pattern) {
+    c.window_period = h.u32_or("attention.sliding_window_pattern", 6);
+    c.rope_base_swa = h.f32_or("rope.freq_base_swa", 10000.0);  // llama.cpp's gemma3 default
+  }
+  if (file.contains(std::string(arch) + ".rope.scaling.type") &&
+      file.get_string(std::string(arch) + ".rope.scaling.type") == "linear")
+    c.rope_scale = 1.0 / h.f32("rope.scaling.factor");
+  // llama.cpp's llama loader switches to experts when expert_count > 0
+  // (Mixtral), whose width is then feed_forward_length.
+  if (c.arch.name == "llama" && h.u32_or("expert_count", 0) > 0) c.arch.ffn = FfnKind::MixtureOfExperts;
   if (c.arch.ffn == FfnKind::MixtureOfExperts) {
     c.n_expert = h.u32("expert_count");
     c.n_expert_used = h.u32("expert_used_count");
-    c.n_ff_expert = h.u32("expert_feed_forward_length");
+    c.n_ff_expert = h.u32_or("expert_feed_forward_length", c.n_ff);
     require(c.n_expert_used > 0 && c.n_expert_used <= c.n_expert,
             arch + ": expert_used_count must be in 1..expert_count");
   }

@@ -39,6 +39,9 @@ struct ArchTraits {
   bool learned_positions = false;   // gpt2: position_embd added to the input
   bool scale_embeddings = false;    // gemma2: input embeddings times sqrt(n_embd)
   bool sliding_window_on_even_layers = false;  // gemma2
+  // gemma3: layer il is local iff il % P < P - 1 (P: sliding_window_pattern,
+  // 6 when absent); local layers rotate with rope.freq_base_swa, unscaled.
+  bool sliding_window_pattern = false;
 };
 
 // The table entry for `arch` ("llama", "qwen2", ...); throws std::runtime_error
@@ -60,6 +63,9 @@ struct ModelConfig {
   uint32_t n_ctx_train = 0;
   double norm_eps = 0.0;
   double rope_base = 10000.0;
+  double rope_scale = 1.0;     // linear rope scaling: positions times this
+  double rope_base_swa = 0.0;  // 0: local layers rotate like the others
+  uint32_t window_period = 0;  // sliding_window_pattern
   double attn_softcap = 0.0;   // 0: none
   double final_softcap = 0.0;  // 0: none
   uint32_t sliding_window = 0;

@@ -66,10 +66,10 @@ Activations matvec(const Matrix& w, std::span<const double> x, bool ggml_activat
 
 namespace {
 
-double rope_angle(size_t pos, size_t pair, size_t n_rot, double base, const Vector& factors) {
+double rope_angle(double pos, size_t pair, size_t n_rot, double base, const Vector& factors) {
   const double inv_freq = std::pow(base, -2.0 * static_cast<double>(pair) / static_cast<double>(n_rot));
   const double factor = factors.empty() ? 1.0 : factors[pair];
-  return static_cast<double>(pos) * inv_freq / factor;
+  return pos * inv_freq / factor;
 }
 
 void rotate(double& a, double& b, double angle) {
@@ -82,13 +82,13 @@ void rotate(double& a, double& b, double angle) {
 
 }  // namespace
 
-void rope_norm(std::span<double> head, size_t pos, size_t n_rot, double base, const Vector& factors) {
+void rope_norm(std::span<double> head, double pos, size_t n_rot, double base, const Vector& factors) {
   for (size_t i = 0; i < n_rot / 2; ++i) {
     rotate(head[2 * i], head[2 * i + 1], rope_angle(pos, i, n_rot, base, factors));
   }
 }
 
-void rope_neox(std::span<double> head, size_t pos, size_t n_rot, double base, const Vector& factors) {
+void rope_neox(std::span<double> head, double pos, size_t n_rot, double base, const Vector& factors) {
   for (size_t i = 0; i < n_rot / 2; ++i) {
     rotate(head[i], head[i + n_rot / 2], rope_angle(pos, i, n_rot, base, factors));
   }

@@ -24,11 +24,11 @@ Activations layer_norm(std::span<const double> x, const Vector& w, const Vector&
 Activations matvec(const Matrix& w, std::span<const double> x, bool ggml_activations,
                    const Vector& bias = {});
 
-// Rotates one head in place at position `pos`. The first n_rot values are
+// Rotates one head in place at position `pos` (times any linear scaling). The first n_rot values are
 // rotated in pairs with angle pos * base^(-2i/n_rot) / factor[i] (factors
 // empty: all 1). NORM pairs (2i, 2i+1); NEOX pairs (i, i + n_rot/2).
-void rope_norm(std::span<double> head, size_t pos, size_t n_rot, double base, const Vector& factors);
-void rope_neox(std::span<double> head, size_t pos, size_t n_rot, double base, const Vector& factors);
+void rope_norm(std::span<double> head, double pos, size_t n_rot, double base, const Vector& factors);
+void rope_neox(std::span<double> head, double pos, size_t n_rot, double base, const Vector& factors);
 
 double silu(double x);
 // tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))

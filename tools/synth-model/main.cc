@@ -20,6 +20,13 @@ std::string preset_list() {
             std::to_string(p.n_head) + "/" + std::to_string(p.n_head_kv) + " heads, ffn " +
             std::to_string(p.n_ff) + ", vocab " + std::to_string(p.n_vocab) +
             (p.tied_embeddings ? ", tied embeddings" : "") + (p.qkv_bias ? ", QKV bias" : "") +
+            (p.n_expert ? ", " + std::to_string(p.n_expert) + " experts (" + std::to_string(p.n_expert_used) +
+                              " used)"
+                        : "") +
+            (p.sliding_window ? ", window " + std::to_string(p.sliding_window) + " on " +
+                                    std::to_string(p.sliding_window_pattern - 1) + " layers of " +
+                                    std::to_string(p.sliding_window_pattern)
+                              : "") +
             "\n";
   }
   return list;

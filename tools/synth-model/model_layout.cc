@@ -38,11 +38,24 @@ std::vector<SynthTensor> model_tensors(const ModelPreset& p) {
       add(t, blk + "attn_k.bias", {kv_width});
       add(t, blk + "attn_v.bias", {kv_width});
     }
+    if (p.gemma3()) {
+      add(t, blk + "attn_q_norm.weight", {p.head_dim()});
+      add(t, blk + "attn_k_norm.weight", {p.head_dim()});
+    }
     add(t, blk + "attn_output.weight", {q_width, embd});
+    if (p.gemma3()) add(t, blk + "post_attention_norm.weight", {embd});
     add(t, blk + "ffn_norm.weight", {embd});
-    add(t, blk + "ffn_gate.weight", {embd, p.n_ff});
-    add(t, blk + "ffn_up.weight", {embd, p.n_ff});
-    add(t, blk + "ffn_down.weight", {uint64_t{p.n_ff}, embd});
+    if (p.n_expert > 0) {
+      add(t, blk + "ffn_gate_inp.weight", {embd, p.n_expert});
+      add(t, blk + "ffn_gate_exps.weight", {embd, p.n_ff, p.n_expert});
+      add(t, blk + "ffn_up_exps.weight", {embd, p.n_ff, p.n_expert});
+      add(t, blk + "ffn_down_exps.weight", {uint64_t{p.n_ff}, embd, p.n_expert});
+    } else {
+      add(t, blk + "ffn_gate.weight", {embd, p.n_ff});
+      add(t, blk + "ffn_up.weight", {embd, p.n_ff});
+      add(t, blk + "ffn_down.weight", {uint64_t{p.n_ff}, embd});
+    }
+    if (p.gemma3()) add(t, blk + "post_ffw_norm.weight", {embd});
   }
   return t;
 }
@@ -71,6 +84,17 @@ void add_model_metadata(const ModelPreset& p, const BpeVocab& vocab,
   w.set(k + "rope.dimension_count", Value::u32(p.head_dim()));
   w.set(k + "rope.freq_base", Value::f32(p.rope_theta));
   w.set(k + "vocab_size", Value::u32(p.n_vocab));
+  if (p.n_expert > 0) {
+    w.set(k + "expert_count", Value::u32(p.n_expert));
+    w.set(k + "expert_used_count", Value::u32(p.n_expert_used));
+  }
+  if (p.gemma3()) {
+    w.set(k + "attention.key_length", Value::u32(p.head_dim()));
+    w.set(k + "attention.value_length", Value::u32(p.head_dim()));
+    w.set(k + "attention.sliding_window", Value::u32(p.sliding_window));
+    w.set(k + "attention.sliding_window_pattern", Value::u32(p.sliding_window_pattern));
+    w.set(k + "rope.freq_base_swa", Value::f32(p.rope_theta_swa));
+  }
 
   const TokenizerStyle& style = *p.tokenizer;
   w.set("tokenizer.ggml.model", Value::string("gpt2"));

@@ -64,12 +64,26 @@ constexpr std::array kPresets = {
                 &kTinyTokenizer},
     ModelPreset{"tiny-llama", "llama", 2, 256, 4, 2, 768, 1024, 2048, 5e5f, 1e-5f, false, false,
                 &kTinyTokenizer},
+    // The later architectures' features in the tiny shape.
+    ModelPreset{"tiny-mixtral", "llama", 2, 256, 4, 2, 256, 1024, 2048, 1e6f, 1e-5f, false, false,
+                &kTinyTokenizer, 4, 2},
+    ModelPreset{"tiny-gemma3", "gemma3", 3, 256, 4, 1, 512, 1024, 2048, 1e6f, 1e-6f, false, true,
+                &kTinyTokenizer, 0, 0, 64, 16, 3, 1e4f},
     ModelPreset{"qwen2-0.5b", "qwen2", 24, 896, 14, 2, 4864, 151936, 32768, 1e6f, 1e-6f, true,
                 true, &kQwen2Tokenizer},
     ModelPreset{"qwen2-1.5b", "qwen2", 28, 1536, 12, 2, 8960, 151936, 32768, 1e6f, 1e-6f, true,
                 true, &kQwen2Tokenizer},
     ModelPreset{"llama3-8b", "llama", 32, 4096, 32, 8, 14336, 128256, 8192, 5e5f, 1e-5f, false,
                 false, &kLlama3Tokenizer},
+    // Mixtral 8x7B's shape (47B parameters); the -2l variant keeps 2 of its
+    // 32 layers, to measure a layer's cost where the whole model does not fit.
+    ModelPreset{"mixtral-8x7b", "llama", 32, 4096, 32, 8, 14336, 32000, 32768, 1e6f, 1e-5f, false,
+                false, &kLlama3Tokenizer, 8, 2},
+    ModelPreset{"mixtral-8x7b-2l", "llama", 2, 4096, 32, 8, 14336, 32000, 32768, 1e6f, 1e-5f, false,
+                false, &kLlama3Tokenizer, 8, 2},
+    // Gemma 3 4B (text): head_dim 256, window 1024, one global layer in 6.
+    ModelPreset{"gemma3-4b", "gemma3", 34, 2560, 8, 4, 10240, 262144, 131072, 1e6f, 1e-6f, false,
+                true, &kLlama3Tokenizer, 0, 0, 256, 1024, 6, 1e4f},
 };
 
 }  // namespace

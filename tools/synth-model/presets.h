@@ -36,8 +36,18 @@ struct ModelPreset {
   bool qkv_bias;
   bool tied_embeddings;  // no output.weight: the output reuses token_embd
   const TokenizerStyle* tokenizer;
+  // Mixture of experts (Mixtral, stored as llama): n_ff is each expert's width.
+  uint32_t n_expert = 0;
+  uint32_t n_expert_used = 0;
+  // Gemma 3: q/k norms, post norms and embeddings times sqrt(n_embd) come with
+  // the architecture; these are its shape and its local layers.
+  uint32_t head_dim_override = 0;  // 0: n_embd / n_head
+  uint32_t sliding_window = 0;
+  uint32_t sliding_window_pattern = 0;
+  float rope_theta_swa = 0.0f;
 
-  uint32_t head_dim() const { return n_embd / n_head; }
+  uint32_t head_dim() const { return head_dim_override ? head_dim_override : n_embd / n_head; }
+  bool gemma3() const { return arch == "gemma3"; }
 };
 
 std::span<const ModelPreset> all_presets();

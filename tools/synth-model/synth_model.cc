@@ -27,6 +27,7 @@ std::vector<quantize::TypeChoice> choose_types(const ModelPreset& preset,
   shape.n_layer = preset.n_layer;
   shape.n_head = preset.n_head;
   shape.n_head_kv = preset.n_head_kv;
+  shape.n_expert = preset.n_expert;
   std::vector<quantize::TensorSpec> specs;
   // Generated values are f32: tensors the mix leaves alone stay F32.
   for (const SynthTensor& t : tensors) specs.push_back({t.name, TensorType::F32, t.shape});

@@ -33,7 +33,10 @@ struct CpuForward::State {
   void norm(const Vector& w, const Vector& b, const float* x, float* out, std::size_t n_rows) const;
   void attention_block(uint32_t layer, std::span<const TokenInput> batch);
   void ffn_block(uint32_t layer, std::size_t n);
-  void rope(float* rows, std::size_t stride, uint32_t n_heads, std::span<const TokenInput> batch);
+  // Rotates with the windowed layers' tables when `swa` (gemma3's second base).
+  void rope(float* rows, std::size_t stride, uint32_t n_heads, std::span<const TokenInput> batch, bool swa);
+  void rope_tables(std::span<const TokenInput> batch, const std::vector<double>& freqs,
+                   std::vector<double>& cos_out, std::vector<double>& sin_out) const;
   void head_norm(float* rows, uint32_t n_heads, std::size_t n, const Vector& w) const;
   float gelu(float x) const { return options.exact_activations ? cpu::gelu_tanh(x) : cpu::gelu_f16_table(x); }
 
@@ -47,10 +50,12 @@ struct CpuForward::State {
   cpu::Attention attention;
   cpu::MixtureOfExperts moe;
   std::vector<double> inv_freq;  // per rotated pair: freq_scale * base^(-2i/n_dims) / factor_i
+  std::vector<double> inv_freq_swa;  // windowed layers with their own base: base_swa^(-2i/n_dims) / factor_i
 
   // Workspace, sized once for max_batch rows.
   cpu::Workspace x, h, q, k, v, attn_out, proj, gate, up, logits, row_tmp;
   std::vector<double> cos_t, sin_t;  // per token and rotated pair
+  std::vector<double> cos_swa, sin_swa;  // the same with inv_freq_swa
 };
 
 namespace {
@@ -111,14 +116,22 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
   row_tmp.resize(c.n_embd);
   if (c.rope.kind != RopeKind::None) {
     const uint32_t half = c.rope.n_dims / 2;
-    inv_freq.resize(half);
-    for (uint32_t i = 0; i < half; ++i) {
-      double f = c.rope.freq_scale * std::pow(static_cast<double>(c.rope.freq_base), -2.0 * i / c.rope.n_dims);
-      if (w.rope_freqs) f /= w.rope_freqs.data[i];
-      inv_freq[i] = f;
-    }
+    const auto frequencies = [&](double base, double scale) {
+      std::vector<double> f(half);
+      for (uint32_t i = 0; i < half; ++i) {
+        f[i] = scale * std::pow(base, -2.0 * i / c.rope.n_dims);
+        if (w.rope_freqs) f[i] /= w.rope_freqs.data[i];
+      }
+      return f;
+    };
+    inv_freq = frequencies(c.rope.freq_base, c.rope.freq_scale);
     cos_t.resize(B * half);
     sin_t.resize(B * half);
+    if (c.rope.freq_base_swa > 0) {
+      inv_freq_swa = frequencies(c.rope.freq_base_swa, 1.0);
+      cos_swa.resize(B * half);
+      sin_swa.resize(B * half);
+    }
   }
 }
 
@@ -168,12 +181,27 @@ void CpuForward::State::embed(std::span<const TokenInput> batch) {
   }
 }
 
-void CpuForward::State::rope(float* rows, std::size_t stride, uint32_t n_heads, std::span<const TokenInput> batch) {
+void CpuForward::State::rope(float* rows, std::size_t stride, uint32_t n_heads, std::span<const TokenInput> batch,
+                             bool swa) {
   const uint32_t half = c.rope.n_dims / 2;
+  const double* cos_p = swa ? cos_swa.data() : cos_t.data();
+  const double* sin_p = swa ? sin_swa.data() : sin_t.data();
   for (std::size_t t = 0; t < batch.size(); ++t) {
     for (uint32_t hd = 0; hd < n_heads; ++hd)
       cpu::rope_head(rows + t * stride + std::size_t{hd} * c.head_dim_k, c.rope.kind, c.rope.n_dims,
-                     cos_t.data() + t * half, sin_t.data() + t * half);
+                     cos_p + t * half, sin_p + t * half);
+  }
+}
+
+void CpuForward::State::rope_tables(std::span<const TokenInput> batch, const std::vector<double>& freqs,
+                                    std::vector<double>& cos_out, std::vector<double>& sin_out) const {
+  const std::size_t half = freqs.size();
+  for (std::size_t t = 0; t < batch.size(); ++t) {
+    for (std::size_t i = 0; i < half; ++i) {
+      const double theta = static_cast<double>(batch[t].pos) * freqs[i];
+      cos_out[t * half + i] = std::cos(theta);
+      sin_out[t * half + i] = std::sin(theta);
+    }
   }
 }
 
@@ -211,8 +239,9 @@ void CpuForward::State::attention_block(uint32_t layer, std::span<const TokenInp
   if (l.q_norm) head_norm(q.data(), c.n_head, n, l.q_norm);
   if (l.k_norm) head_norm(k.data(), c.n_head_kv, n, l.k_norm);
   if (c.rope.kind != RopeKind::None) {
-    rope(q.data(), qd, c.n_head, batch);
-    rope(k.data(), kd, c.n_head_kv, batch);
+    const bool swa = c.layer_uses_swa_rope(layer);
+    rope(q.data(), qd, c.n_head, batch, swa);
+    rope(k.data(), kd, c.n_head_kv, batch, swa);
   }
   for (std::size_t t = 0; t < n; ++t) {
     cache.store_k(batch[t].seq, layer, batch[t].pos, k.data() + t * kd);
@@ -241,7 +270,7 @@ void CpuForward::State::ffn_block(uint32_t layer, std::size_t n) {
   const std::size_t ff = c.n_ff;
   norm(l.ffn_norm, l.ffn_norm_bias, x.data(), h.data(), n);
 
-  switch (c.arch->ffn) {
+  switch (c.ffn()) {
     case FfnKind::MoeGatedSilu:
       moe.run(l, h.data(), n, proj.data(), linear);
       break;
@@ -256,7 +285,7 @@ void CpuForward::State::ffn_block(uint32_t layer, std::size_t n) {
       break;
     case FfnKind::GatedSilu:
     case FfnKind::GatedGelu: {
-      const bool gated_gelu = c.arch->ffn == FfnKind::GatedGelu;
+      const bool gated_gelu = c.ffn() == FfnKind::GatedGelu;
       if (c.arch->gate_up == Layout::Fused) {
         // One product gives [gate; up] per row; split it into the two buffers.
         // Ascending rows: each row's destination lies before its source.
@@ -293,14 +322,8 @@ void CpuForward::State::step(std::span<const TokenInput> batch, float* logits_ou
   const std::size_t n = batch.size();
   embed(batch);
   if (c.rope.kind != RopeKind::None) {
-    const uint32_t half = c.rope.n_dims / 2;
-    for (std::size_t t = 0; t < n; ++t) {
-      for (uint32_t i = 0; i < half; ++i) {
-        const double theta = static_cast<double>(batch[t].pos) * inv_freq[i];
-        cos_t[t * half + i] = std::cos(theta);
-        sin_t[t * half + i] = std::sin(theta);
-      }
-    }
+    rope_tables(batch, inv_freq, cos_t, sin_t);
+    if (!inv_freq_swa.empty()) rope_tables(batch, inv_freq_swa, cos_swa, sin_swa);
   }
   if (after_layer) after_layer(-1);
   for (uint32_t layer = 0; layer < c.n_layer; ++layer) {

@@ -21,15 +21,21 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
   const ModelConfig& c = model.config();
   const Weights& w = model.weights();
   const ArchSpec& a = *c.arch;
+  // What the executor has no place for is refused here, by name, rather
+  // than run into wrong logits.
+  if (c.rope.freq_base_swa > 0)
+    throw ModelError(std::string(a.name) + ": the GPU executor has no second RoPE base for the sliding-window " +
+                     "layers (rope.freq_base_swa); run this model on the CPU");
   cudaexec::ModelDesc d;
   d.norm = a.norm == NormKind::Rms ? cudaexec::NormKind::Rms : cudaexec::NormKind::Layer;
   d.rope = c.rope.kind == RopeKind::None   ? cudaexec::RopeKind::None
            : c.rope.kind == RopeKind::Norm ? cudaexec::RopeKind::Norm
                                            : cudaexec::RopeKind::Neox;
-  d.ffn = a.ffn == FfnKind::GatedSilu      ? cudaexec::FfnKind::GatedSilu
-          : a.ffn == FfnKind::GatedGelu    ? cudaexec::FfnKind::GatedGelu
-          : a.ffn == FfnKind::MoeGatedSilu ? cudaexec::FfnKind::MoeGatedSilu
-                                           : cudaexec::FfnKind::Gelu;
+  const FfnKind ffn = c.ffn();
+  d.ffn = ffn == FfnKind::GatedSilu      ? cudaexec::FfnKind::GatedSilu
+          : ffn == FfnKind::GatedGelu    ? cudaexec::FfnKind::GatedGelu
+          : ffn == FfnKind::MoeGatedSilu ? cudaexec::FfnKind::MoeGatedSilu
+                                         : cudaexec::FfnKind::Gelu;
   d.n_expert = c.n_expert;
   d.n_expert_used = c.n_expert_used;
   d.n_ff_expert = c.n_ff_expert;

@@ -1,6 +1,7 @@
 // Which keys each converter class writes follows convert_hf_to_gguf.py
 // (TextModel.set_gguf_parameters and the LlamaModel, Qwen2Model, Qwen3Model,
-// Phi3MiniModel, GPT2Model and Gemma2Model overrides). Where the converter
+// Phi3MiniModel, GPT2Model, Gemma2Model and Gemma3Model overrides; Mixtral goes through
+// LlamaModel, which also writes the expert counts). Where the converter
 // would write a value that does not describe the checkpoint, lamina writes
 // the true one and says so here:
 //  - GPT-2: feed_forward_length is n_inner when set (the converter always
@@ -33,7 +34,8 @@ constexpr ClassInfo kClasses[] = {
     {"LlamaForCausalLM", Family::Llama, "llama"},   {"MistralForCausalLM", Family::Llama, "llama"},
     {"Qwen2ForCausalLM", Family::Qwen2, "qwen2"},   {"Qwen3ForCausalLM", Family::Qwen3, "qwen3"},
     {"Phi3ForCausalLM", Family::Phi3, "phi3"},      {"GPT2LMHeadModel", Family::Gpt2, "gpt2"},
-    {"Gemma2ForCausalLM", Family::Gemma2, "gemma2"},
+    {"Gemma2ForCausalLM", Family::Gemma2, "gemma2"}, {"Gemma3ForCausalLM", Family::Gemma3, "gemma3"},
+    {"MixtralForCausalLM", Family::Llama, "llama"},
 };
 
 std::string supported_classes() {
@@ -52,6 +54,21 @@ const ClassInfo& identify(const HfConfig& config) {
   }
   throw ModelError(config.file_name() + ": model class '" + name + "' is not supported (supported: " +
                    supported_classes() + ")");
+}
+
+// Gemma 3's period of local and global layers: sliding_window_pattern, else
+// from layer_types (the first global layer), else transformers' default 6.
+uint32_t gemma3_window_period(const HfConfig& config) {
+  if (auto p = config.u32("sliding_window_pattern")) {
+    if (*p == 0) config.fail("sliding_window_pattern", "must be positive");
+    return *p;
+  }
+  if (const Json* types = config.find("layer_types"); types && types->is_array()) {
+    for (std::size_t i = 0; i < types->size(); ++i) {
+      if ((*types)[i] == "full_attention") return static_cast<uint32_t>(i + 1);
+    }
+  }
+  return 6;
 }
 
 void require_value(const HfConfig& config, std::string_view key, std::string_view expected,
@@ -81,19 +98,26 @@ void check_supported(const HfConfig& config, Family family) {
       if (!config.boolean("scale_attn_weights").value_or(true))
         config.fail("scale_attn_weights", "is false; not supported");
       break;
-    case Family::Gemma2: {
+    case Family::Gemma2:
+    case Family::Gemma3: {
       const std::string act = config.string("hidden_activation").value_or(config.string("hidden_act").value_or(""));
       if (act != "gelu_pytorch_tanh")
-        config.fail("hidden_activation", "is '" + act + "'; Gemma 2 runs only with 'gelu_pytorch_tanh'");
+        config.fail("hidden_activation", "is '" + act + "'; Gemma runs only with 'gelu_pytorch_tanh'");
+      // Gemma 2 alternates local and global layers; Gemma 3 has one global
+      // layer in every sliding_window_pattern.
+      const uint32_t period = family == Family::Gemma2 ? 2 : gemma3_window_period(config);
       if (const Json* types = config.find("layer_types")) {
         if (!types->is_array()) config.fail("layer_types", "is not a list");
         for (std::size_t i = 0; i < types->size(); ++i) {
-          const std::string want = i % 2 == 0 ? "sliding_attention" : "full_attention";
+          const std::string want = i % period < period - 1 ? "sliding_attention" : "full_attention";
           if ((*types)[i] != want)
             config.fail("layer_types", "layer " + std::to_string(i) + " is not '" + want +
-                                           "' (lamina runs Gemma 2's alternating pattern only)");
+                                           "' (lamina runs one global layer in every " + std::to_string(period) + ")");
         }
       }
+      if (const Json* rope = config.find("rope_parameters"); rope && rope->contains("sliding_attention"))
+        config.fail("rope_parameters",
+                    "is given per layer type; lamina reads rope_theta, rope_local_base_freq and rope_scaling");
       break;
     }
   }
@@ -172,6 +196,10 @@ void add_llama_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder&
   out.set("llama.rope.dimension_count", Value::u32(a.head_dim));
   if (auto window = c.u32("sliding_window"); window && *window > 0)
     out.set("llama.attention.sliding_window", Value::u32(*window));
+  if (a.n_expert > 0) {
+    out.set("llama.expert_count", Value::u32(a.n_expert));
+    out.set("llama.expert_used_count", Value::u32(c.required_u32({"num_experts_per_tok"})));
+  }
 }
 
 void add_phi3_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder& out) {
@@ -199,23 +227,35 @@ void add_gpt2_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder& 
   set_f32(out, "gpt2.attention.layer_norm_epsilon", c.number("layer_norm_epsilon"));
 }
 
-void add_gemma2_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder& out) {
-  out.set("gemma2.context_length", Value::u32(c.required_u32({"max_position_embeddings"})));
-  out.set("gemma2.embedding_length", Value::u32(a.n_embd));
-  out.set("gemma2.block_count", Value::u32(a.n_layer));
-  out.set("gemma2.feed_forward_length", Value::u32(c.required_u32({"intermediate_size"})));
-  out.set("gemma2.attention.head_count", Value::u32(a.n_head));
-  out.set("gemma2.attention.head_count_kv", Value::u32(a.n_head_kv));
-  set_f32(out, "gemma2.attention.layer_norm_rms_epsilon", c.number("rms_norm_eps"));
-  out.set("gemma2.attention.key_length", Value::u32(a.head_dim));
-  out.set("gemma2.attention.value_length", Value::u32(a.head_dim));
-  set_f32(out, "gemma2.attn_logit_softcapping", c.number("attn_logit_softcapping"));
-  set_f32(out, "gemma2.final_logit_softcapping", c.number("final_logit_softcapping"));
-  set_u32(out, "gemma2.attention.sliding_window", c.u32("sliding_window"));
-  set_f32(out, "gemma2.rope.freq_base", c.rope().number("rope_theta"));
+// Gemma 2 and 3 (Gemma3Model writes the RoPE scaling of the global layers,
+// the local layers' base and, where the checkpoint's period is not llama.cpp's
+// default of 6, sliding_window_pattern, which the converter leaves out).
+void add_gemma_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder& out) {
+  const std::string p = a.gguf_name + ".";
+  out.set(p + "context_length", Value::u32(c.required_u32({"max_position_embeddings"})));
+  out.set(p + "embedding_length", Value::u32(a.n_embd));
+  out.set(p + "block_count", Value::u32(a.n_layer));
+  out.set(p + "feed_forward_length", Value::u32(c.required_u32({"intermediate_size"})));
+  out.set(p + "attention.head_count", Value::u32(a.n_head));
+  out.set(p + "attention.head_count_kv", Value::u32(a.n_head_kv));
+  set_f32(out, p + "attention.layer_norm_rms_epsilon", c.number("rms_norm_eps"));
+  out.set(p + "attention.key_length", Value::u32(a.head_dim));
+  out.set(p + "attention.value_length", Value::u32(a.head_dim));
+  set_f32(out, p + "attn_logit_softcapping", c.number("attn_logit_softcapping"));
+  set_f32(out, p + "final_logit_softcapping", c.number("final_logit_softcapping"));
+  set_u32(out, p + "attention.sliding_window", c.u32("sliding_window"));
+  set_f32(out, p + "rope.freq_base", c.rope().number("rope_theta"));
   const uint32_t scalar = c.u32("query_pre_attn_scalar").value_or(a.head_dim);
   if (scalar != a.head_dim)
-    out.set("gemma2.attention.scale", Value::f32(1.0f / std::sqrt(static_cast<float>(scalar))));
+    out.set(p + "attention.scale", Value::f32(1.0f / std::sqrt(static_cast<float>(scalar))));
+  if (a.family != Family::Gemma3) return;
+  set_f32(out, p + "rope.freq_base_swa", c.number("rope_local_base_freq"));
+  out.set(p + "attention.sliding_window_pattern", Value::u32(gemma3_window_period(c)));
+  const HfConfig& rope = c.rope();
+  if (rope.string("rope_type").value_or("") == "linear" && rope.has("factor")) {
+    out.set(p + "rope.scaling.type", Value::string("linear"));
+    set_f32(out, p + "rope.scaling.factor", rope.number("factor"));
+  }
 }
 
 }  // namespace
@@ -238,8 +278,11 @@ HfArchitecture read_architecture(const HfConfig& config) {
     config.fail("num_key_value_heads", "does not divide num_attention_heads");
   a.head_dim = config.u32("head_dim").value_or(a.n_embd / a.n_head);
   if (a.head_dim == 0 || a.head_dim % 2 != 0) config.fail("head_dim", "must be positive and even");
-  a.tied_embeddings = config.boolean("tie_word_embeddings").value_or(a.family == Family::Gemma2 ||
-                                                                       a.family == Family::Gpt2);
+  a.tied_embeddings = config.boolean("tie_word_embeddings").value_or(
+      a.family == Family::Gemma2 || a.family == Family::Gemma3 || a.family == Family::Gpt2);
+  a.n_expert = config.u32("num_local_experts").value_or(0);
+  if (a.n_expert > 0 && a.family != Family::Llama)
+    config.fail("num_local_experts", "is set; experts are only read for Mixtral models");
   if (config.rope().string("rope_type").value_or("") == "llama3")
     a.rope_freqs = llama3_rope_factors(config.rope(), a.head_dim);
   return a;
@@ -254,7 +297,8 @@ void add_architecture_metadata(const HfConfig& config, const HfArchitecture& a, 
     case Family::Qwen3: add_text_model_keys(config, a, out); break;
     case Family::Phi3: add_phi3_keys(config, a, out); break;
     case Family::Gpt2: add_gpt2_keys(config, a, out); break;
-    case Family::Gemma2: add_gemma2_keys(config, a, out); break;
+    case Family::Gemma2:
+    case Family::Gemma3: add_gemma_keys(config, a, out); break;
   }
 }
 

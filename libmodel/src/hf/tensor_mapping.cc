@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string_view>
 
@@ -17,6 +18,7 @@ enum class Change {
   PermuteHeads,    // rotate-half rows -> adjacent pairs, per head (Llama Q/K)
   Transpose,       // Conv1D [in, out] -> [out, in] (GPT-2)
   AddOne,          // (1 + w) norms stored as multipliers (Gemma)
+  StackExpert,     // one expert's matrix of a 3-D [n_in, n_out, n_expert] tensor (Mixtral)
   Skip,            // not needed (buffers such as rotary_emb.inv_freq)
 };
 
@@ -24,6 +26,7 @@ struct Target {
   std::string name;
   Change change = Change::None;
   uint32_t permute_heads = 0;
+  uint32_t expert = 0;  // StackExpert: its index in the stack
 };
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
@@ -35,6 +38,9 @@ std::optional<std::pair<uint32_t, std::string_view>> split_layer(std::string_vie
   if (ec != std::errc() || end == s.data() || end == s.data() + s.size() || *end != '.') return std::nullopt;
   return std::make_pair(layer, s.substr(static_cast<std::size_t>(end - s.data()) + 1));
 }
+
+// Gemma 2 and 3: (1 + w) norms, output tied to the embedding.
+bool is_gemma(const HfArchitecture& a) { return a.family == Family::Gemma2 || a.family == Family::Gemma3; }
 
 std::optional<Target> map_gpt2_name(std::string_view name) {
   if (starts_with(name, "transformer.")) name.remove_prefix(12);
@@ -63,9 +69,25 @@ std::optional<Target> map_gpt2_name(std::string_view name) {
   return std::nullopt;
 }
 
+// "E.w1.weight" of block_sparse_moe.experts: w1 is the gate, w3 the up and
+// w2 the down projection of expert E.
+std::optional<Target> map_expert(const HfArchitecture& a, const std::string& blk, std::string_view rest) {
+  const auto expert = split_layer(rest);
+  if (!expert || expert->first >= a.n_expert) return std::nullopt;
+  static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
+      {"w1.weight", "ffn_gate_exps.weight"},
+      {"w3.weight", "ffn_up_exps.weight"},
+      {"w2.weight", "ffn_down_exps.weight"},
+  };
+  for (const auto& [hf, gguf] : kParts) {
+    if (expert->second == hf) return Target{blk + std::string(gguf), Change::StackExpert, 0, expert->first};
+  }
+  return std::nullopt;
+}
+
 std::optional<Target> map_layer_part(const HfArchitecture& a, uint32_t layer, std::string_view rest) {
   const std::string blk = "blk." + std::to_string(layer) + ".";
-  const bool gemma = a.family == Family::Gemma2;
+  const bool gemma = is_gemma(a);
   const Change norm = gemma ? Change::AddOne : Change::None;
   if (rest == "self_attn.rotary_emb.inv_freq") return Target{"", Change::Skip};
   if (rest == "input_layernorm.weight") return Target{blk + "attn_norm.weight", norm};
@@ -73,10 +95,14 @@ std::optional<Target> map_layer_part(const HfArchitecture& a, uint32_t layer, st
     return Target{blk + (gemma ? "post_attention_norm.weight" : "ffn_norm.weight"), norm};
   if (gemma && rest == "pre_feedforward_layernorm.weight") return Target{blk + "ffn_norm.weight", norm};
   if (gemma && rest == "post_feedforward_layernorm.weight") return Target{blk + "post_ffw_norm.weight", norm};
-  if (rest == "self_attn.q_norm.weight") return Target{blk + "attn_q_norm.weight"};
-  if (rest == "self_attn.k_norm.weight") return Target{blk + "attn_k_norm.weight"};
+  if (rest == "self_attn.q_norm.weight") return Target{blk + "attn_q_norm.weight", norm};
+  if (rest == "self_attn.k_norm.weight") return Target{blk + "attn_k_norm.weight", norm};
   if (rest == "self_attn.qkv_proj.weight") return Target{blk + "attn_qkv.weight"};
   if (rest == "mlp.gate_up_proj.weight") return Target{blk + "ffn_up.weight"};
+  if (a.n_expert > 0) {
+    if (rest == "block_sparse_moe.gate.weight") return Target{blk + "ffn_gate_inp.weight"};
+    if (starts_with(rest, "block_sparse_moe.experts.")) return map_expert(a, blk, rest.substr(25));
+  }
   static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
       {"self_attn.q_proj.", "attn_q."}, {"self_attn.k_proj.", "attn_k."},  {"self_attn.v_proj.", "attn_v."},
       {"self_attn.o_proj.", "attn_output."}, {"mlp.gate_proj.", "ffn_gate."}, {"mlp.up_proj.", "ffn_up."},
@@ -99,13 +125,16 @@ std::optional<Target> map_name(const HfArchitecture& a, std::string_view name) {
   if (a.family == Family::Gpt2) return map_gpt2_name(name);
   if (name == "lm_head.weight") {
     // Gemma ties its output to the embedding; llama.cpp never reads lm_head.
-    if (a.family == Family::Gemma2) return Target{"", Change::Skip};
+    if (is_gemma(a)) return Target{"", Change::Skip};
     return Target{"output.weight"};
   }
   if (!starts_with(name, "model.")) return std::nullopt;
   name.remove_prefix(6);
   if (name == "embed_tokens.weight") return Target{"token_embd.weight"};
-  if (name == "norm.weight") return Target{"output_norm.weight", a.family == Family::Gemma2 ? Change::AddOne : Change::None};
+  if (name == "norm.weight") {
+    const bool gemma = is_gemma(a);
+    return Target{"output_norm.weight", gemma ? Change::AddOne : Change::None};
+  }
   if (!starts_with(name, "layers.")) return std::nullopt;
   const auto layer = split_layer(name.substr(7));
   if (!layer || layer->first >= a.n_layer) return std::nullopt;
@@ -204,6 +233,7 @@ class TensorBuilder {
         return t;
       }
       case Change::AddOne:
+      case Change::StackExpert:
       case Change::Skip: break;
     }
     fail("cannot be converted");
@@ -240,6 +270,37 @@ class TensorBuilder {
   OwnedBuffers& owned_;
 };
 
+// The experts' matrices of one GGUF tensor, in expert order: all present,
+// all 2-D with one shape and one dtype, copied one after the other.
+gguf::TensorInfo stack_experts(const std::string& name, const std::vector<const CheckpointTensor*>& experts,
+                               OwnedBuffers& owned) {
+  for (std::size_t e = 0; e < experts.size(); ++e) {
+    if (!experts[e]) throw ModelError("checkpoint: expert " + std::to_string(e) + " of '" + name + "' is missing");
+  }
+  const CheckpointTensor& first = *experts[0];
+  for (const CheckpointTensor* ct : experts) {
+    const auto& t = ct->tensor;
+    if (t.shape.size() != 2 || t.shape != first.tensor.shape || t.dtype != first.tensor.dtype)
+      throw ModelError(ct->file + ": tensor '" + t.name + "' does not have the 2-D shape and type of '" +
+                       first.tensor.name + "', the other experts of '" + name + "'");
+    if (t.shape[0] == 0 || t.shape[1] == 0) throw ModelError(ct->file + ": tensor '" + t.name + "' is empty");
+  }
+  const std::size_t bytes = first.tensor.data.size();
+  owned.push_back(std::make_unique<std::byte[]>(bytes * experts.size()));
+  std::byte* out = owned.back().get();
+  for (std::size_t e = 0; e < experts.size(); ++e)
+    std::memcpy(out + e * bytes, experts[e]->tensor.data.data(), bytes);
+  gguf::TensorInfo t;
+  t.name = name;
+  t.n_dims = 3;
+  t.ne[0] = first.tensor.shape[1];
+  t.ne[1] = first.tensor.shape[0];
+  t.ne[2] = experts.size();
+  t.type = gguf_type(first.tensor.dtype);
+  t.data = {out, bytes * experts.size()};
+  return t;
+}
+
 }  // namespace
 
 std::vector<gguf::TensorInfo> map_tensors(const Checkpoint& checkpoint, const HfArchitecture& a, OwnedBuffers& owned) {
@@ -256,13 +317,21 @@ std::vector<gguf::TensorInfo> map_tensors(const Checkpoint& checkpoint, const Hf
     t.data = {owned.back().get(), n};
     out.push_back(std::move(t));
   }
+  std::map<std::string, std::vector<const CheckpointTensor*>> stacks;  // GGUF name -> its experts
   for (const auto& ct : checkpoint.tensors()) {
     const std::optional<Target> target = map_name(a, ct.tensor.name);
     if (!target)
       throw ModelError(ct.file + ": tensor '" + ct.tensor.name + "' has no place in a " + a.hf_class + " model");
     if (target->change == Change::Skip) continue;
+    if (target->change == Change::StackExpert) {
+      auto& stack = stacks[target->name];
+      stack.resize(a.n_expert);
+      stack[target->expert] = &ct;
+      continue;
+    }
     out.push_back(TensorBuilder(ct, owned).build(*target));
   }
+  for (const auto& [name, experts] : stacks) out.push_back(stack_experts(name, experts, owned));
   // An untied model without its head would silently run with the embedding instead.
   const bool has_output = std::any_of(out.begin(), out.end(), [](const auto& t) { return t.name == "output.weight"; });
   if (!a.tied_embeddings && !has_output)

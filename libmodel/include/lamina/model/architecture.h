@@ -12,7 +12,9 @@ enum class NormKind { Rms, Layer };            // LayerNorm subtracts the mean a
 enum class RopeKind { None, Norm, Neox };      // Norm rotates (x[2i], x[2i+1]); Neox (x[i], x[i+d/2])
 enum class FfnKind { GatedSilu, GatedGelu, Gelu, MoeGatedSilu };
 enum class Layout { Separate, Fused };         // Q/K/V (or gate/up) as one stacked tensor or several
-enum class WindowLayers { None, All, Even };   // the layers attention.sliding_window applies to
+// The layers attention.sliding_window applies to. Pattern: all but the last
+// of each attention.sliding_window_pattern layers (gemma3).
+enum class WindowLayers { None, All, Even, Pattern };
 
 struct LAMINA_MODEL_API ArchSpec {
   std::string_view name;  // general.architecture
@@ -26,9 +28,13 @@ struct LAMINA_MODEL_API ArchSpec {
   bool learned_positions = false;    // position_embd added to the token embedding (gpt2)
   bool scale_embeddings = false;     // embeddings times sqrt(n_embd) (gemma2)
   bool always_tied_output = false;   // ignores output.weight, uses token_embd (gemma2)
+  // A file that sets expert_count > 0 swaps the dense FFN for a mixture of
+  // experts (Mixtral is stored as llama with expert tensors).
+  bool experts_optional = false;
   // Which layers attend to a window when the file sets attention.sliding_window:
-  // every layer (Mistral, stored as llama), the even ones (gemma2), or none
-  // (architectures whose window llama.cpp ignores).
+  // every layer (Mistral, stored as llama), the even ones (gemma2), a
+  // period's local layers (gemma3), or none (architectures whose window
+  // llama.cpp ignores).
   WindowLayers sliding_window_layers = WindowLayers::None;
 };
 

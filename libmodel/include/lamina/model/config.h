@@ -23,6 +23,9 @@ struct LAMINA_MODEL_API RopeConfig {
   uint32_t n_dims = 0;          // leading dims of each head that rotate
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;      // linear scaling: positions are multiplied by this
+  // The windowed layers' base (rope.freq_base_swa, gemma3), which llama.cpp
+  // applies without the scaling; 0: those layers rotate like the others.
+  float freq_base_swa = 0.0f;
   bool has_freq_factors = false;  // rope_freqs.weight divides each pair's frequency
 };
 
@@ -43,6 +46,7 @@ struct LAMINA_MODEL_API ModelConfig {
   float attn_softcap = 0.0f;   // 0: none
   float final_softcap = 0.0f;  // 0: none
   uint32_t sliding_window = 0; // 0: none
+  uint32_t sliding_window_pattern = 0;  // WindowLayers::Pattern's period
   uint32_t n_expert = 0;
   uint32_t n_expert_used = 0;
   uint32_t n_ff_expert = 0;
@@ -50,11 +54,17 @@ struct LAMINA_MODEL_API ModelConfig {
   uint32_t q_dim() const { return n_head * head_dim_k; }
   uint32_t k_dim() const { return n_head_kv * head_dim_k; }
   uint32_t v_dim() const { return n_head_kv * head_dim_v; }
+  // The FFN this file's layers use: the architecture's, or experts where the
+  // architecture allows them and the file has some.
+  FfnKind ffn() const { return n_expert > 0 ? FfnKind::MoeGatedSilu : arch->ffn; }
+  // Whether `layer` rotates with rope.freq_base_swa instead of the main base.
+  bool layer_uses_swa_rope(uint32_t layer) const { return rope.freq_base_swa > 0 && layer_uses_window(layer); }
   bool layer_uses_window(uint32_t layer) const {
     if (sliding_window == 0) return false;
     switch (arch->sliding_window_layers) {
       case WindowLayers::All: return true;
       case WindowLayers::Even: return layer % 2 == 0;
+      case WindowLayers::Pattern: return layer % sliding_window_pattern < sliding_window_pattern - 1;
       case WindowLayers::None: break;
     }
     return false;

@@ -1,0 +1,115 @@
+// Variants of the archs/ models (a key or tensor changed in memory): hostile
+// ones fail with a ModelError naming the key or tensor, never a crash; others
+// read as llama.cpp reads them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lamina/gguf/file.h"
+#include "lamina/model/config.h"
+#include "lamina/model/weights.h"
+
+namespace lamina::model {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kArchs = fs::path(LAMINA_TESTDATA_DIR) / "archs";
+
+using Edit = std::function<void(std::vector<gguf::KeyValue>&, std::vector<gguf::TensorInfo>&)>;
+
+// The message of loading `model` after `edit`, or "(loaded)".
+std::string load_error(const std::string& model, const Edit& edit) {
+  const auto original = gguf::GgufFile::open(kArchs / (model + ".gguf"));
+  auto metadata = original.metadata();
+  auto tensors = original.tensors();
+  edit(metadata, tensors);
+  const auto file = gguf::GgufFile::assemble(std::move(metadata), std::move(tensors), nullptr);
+  try {
+    const ModelConfig config = load_config(file);
+    bind_weights(file, config);
+  } catch (const ModelError& e) {
+    return e.what();
+  }
+  return "(loaded)";
+}
+
+Edit set_key(const std::string& key, gguf::Value value) {
+  return [=](std::vector<gguf::KeyValue>& md, std::vector<gguf::TensorInfo>&) {
+    for (auto& kv : md) {
+      if (kv.key == key) {
+        kv.value = value;
+        return;
+      }
+    }
+    md.push_back({key, value});
+  };
+}
+
+Edit drop_tensor(const std::string& name) {
+  return [=](std::vector<gguf::KeyValue>&, std::vector<gguf::TensorInfo>& tensors) {
+    std::erase_if(tensors, [&](const gguf::TensorInfo& t) { return t.name == name; });
+  };
+}
+
+class ArchErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kArchs / "mixtral.f32.gguf") || !fs::exists(kArchs / "gemma3.f32.gguf"))
+      GTEST_SKIP() << "test data not found at " << kArchs;
+  }
+};
+
+TEST_F(ArchErrors, MixtralExpertCounts) {
+  EXPECT_EQ(load_error("mixtral.f32", set_key("llama.expert_used_count", gguf::Value::u32(5))),
+            "llama: expert_used_count 5 must be in 1..expert_count (4)");
+  EXPECT_EQ(load_error("mixtral.f32", set_key("llama.expert_used_count", gguf::Value::u32(0))),
+            "llama: expert_used_count 0 must be in 1..expert_count (4)");
+  EXPECT_EQ(load_error("mixtral.f32", set_key("llama.expert_count", gguf::Value::u32(8))),
+            "tensor 'blk.0.ffn_gate_inp.weight' has shape [256, 4], expected [256, 8]");
+  EXPECT_EQ(load_error("mixtral.f32", set_key("llama.expert_count", gguf::Value::u32(4000000000u))),
+            "tensor 'blk.0.ffn_gate_inp.weight' has shape [256, 4], expected [256, 4000000000]");
+}
+
+TEST_F(ArchErrors, MixtralTensors) {
+  EXPECT_EQ(load_error("mixtral.f32", drop_tensor("blk.1.ffn_down_exps.weight")),
+            "missing tensor 'blk.1.ffn_down_exps.weight'");
+  EXPECT_EQ(load_error("mixtral.f32", set_key("llama.feed_forward_length", gguf::Value::u32(256))),
+            "tensor 'blk.0.ffn_gate_exps.weight' has shape [256, 128, 4], expected [256, 256, 4]");
+  // Without expert_count the file is a dense llama, which it is not.
+  EXPECT_EQ(load_error("mixtral.f32", set_key("llama.expert_count", gguf::Value::u32(0))),
+            "missing tensor 'blk.0.ffn_gate.weight'");
+}
+
+TEST_F(ArchErrors, Gemma3Keys) {
+  EXPECT_EQ(load_error("gemma3.f32", set_key("gemma3.attention.sliding_window_pattern", gguf::Value::u32(0))),
+            "gemma3: attention.sliding_window_pattern must be positive");
+  EXPECT_EQ(load_error("gemma3.f32", set_key("gemma3.rope.freq_base_swa", gguf::Value::f32(-1.0f))),
+            "gemma3: rope.freq_base_swa must be positive");
+  EXPECT_EQ(load_error("gemma3.f32", drop_tensor("blk.2.attn_k_norm.weight")),
+            "missing tensor 'blk.2.attn_k_norm.weight'");
+  EXPECT_EQ(load_error("gemma3.f32", drop_tensor("blk.0.post_ffw_norm.weight")),
+            "missing tensor 'blk.0.post_ffw_norm.weight'");
+}
+
+// Gemma 3 27B (62 layers) scales scores by 1/sqrt(n_embd / n_head), as
+// llama.cpp does for a file without attention.scale; other sizes by the head
+// size. Here n_embd / n_head = 256 / 2 = 128 against a head size of 64.
+TEST_F(ArchErrors, Gemma3LargestSizeAttentionScale) {
+  const auto original = gguf::GgufFile::open(kArchs / "gemma3.f32.gguf");
+  for (const uint32_t n_layer : {3u, 62u}) {
+    auto metadata = original.metadata();
+    auto tensors = original.tensors();
+    set_key("gemma3.attention.head_count", gguf::Value::u32(2))(metadata, tensors);
+    set_key("gemma3.block_count", gguf::Value::u32(n_layer))(metadata, tensors);
+    const auto file = gguf::GgufFile::assemble(std::move(metadata), std::move(tensors), nullptr);
+    const ModelConfig c = load_config(file);
+    EXPECT_FLOAT_EQ(c.attn_scale, 1.0f / std::sqrt(n_layer == 62 ? 128.0f : 64.0f)) << n_layer << " layers";
+  }
+}
+
+}  // namespace
+}  // namespace lamina::model

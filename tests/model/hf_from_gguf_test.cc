@@ -1,0 +1,320 @@
+// Hugging Face folders of the later architectures, written by the test from
+// the archs/ GGUF models (the weights under transformers' names, in its
+// layout: Q/K rows in rotate-half order, one matrix per expert): loading the
+// folder must give the model the GGUF file is, so its logits are the GGUF
+// model's bit for bit, and those match llama.cpp (forward_test). Damaged
+// folders are refused naming what is wrong.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "lamina/model/config.h"
+#include "lamina/model/forward.h"
+#include "lamina/model/model.h"
+#include "lamina/quant/reference.h"
+
+namespace lamina::model {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kArchs = fs::path(LAMINA_TESTDATA_DIR) / "archs";
+
+struct HfTensor {
+  std::string name;
+  std::vector<uint64_t> shape;  // PyTorch order
+  std::vector<float> values;
+};
+
+// ggml rows [first, first + n) of a tensor, dequantized.
+std::vector<float> rows_of(const gguf::TensorInfo& t, std::size_t first, std::size_t n) {
+  const auto format = *quant::format_from_id(static_cast<uint32_t>(t.type));
+  const std::size_t row_bytes = quant::row_bytes(format, t.ne[0]);
+  std::vector<float> out(n * t.ne[0]);
+  for (std::size_t r = 0; r < n; ++r)
+    quant::dequantize_row_ref(format, t.data.data() + (first + r) * row_bytes, out.data() + r * t.ne[0], t.ne[0]);
+  return out;
+}
+
+// A 2-D tensor (or expert `e` of a 3-D one) as a PyTorch [ne1, ne0] matrix.
+HfTensor matrix(const gguf::GgufFile& f, const std::string& gguf_name, const std::string& hf_name, uint32_t e = 0) {
+  const auto& t = f.tensor(gguf_name);
+  return {hf_name, {t.ne[1], t.ne[0]}, rows_of(t, e * t.ne[1], t.ne[1])};
+}
+
+HfTensor vector(const gguf::GgufFile& f, const std::string& gguf_name, const std::string& hf_name) {
+  const auto& t = f.tensor(gguf_name);
+  return {hf_name, {t.ne[0]}, rows_of(t, 0, 1)};
+}
+
+// Undoes the converter's Llama permutation: GGUF rows of each head are in
+// adjacent-pair order, transformers' in rotate-half order.
+HfTensor unpermute_heads(HfTensor m, uint32_t n_heads) {
+  const std::size_t cols = m.shape[1], head_rows = m.shape[0] / n_heads, half = head_rows / 2;
+  std::vector<float> out(m.values.size());
+  for (std::size_t h = 0; h < n_heads; ++h)
+    for (std::size_t i = 0; i < half; ++i)
+      for (std::size_t j = 0; j < 2; ++j)
+        std::memcpy(&out[(h * head_rows + j * half + i) * cols], &m.values[(h * head_rows + 2 * i + j) * cols],
+                    cols * sizeof(float));
+  m.values = std::move(out);
+  return m;
+}
+
+void write_safetensors(const fs::path& path, const std::vector<HfTensor>& tensors) {
+  nlohmann::json header = nlohmann::json::object();
+  std::size_t offset = 0;
+  for (const auto& t : tensors) {
+    const std::size_t bytes = t.values.size() * sizeof(float);
+    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  const std::string text = header.dump();
+  std::ofstream out(path, std::ios::binary);
+  const uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xFF));
+  out << text;
+  for (const auto& t : tensors)
+    out.write(reinterpret_cast<const char*>(t.values.data()), static_cast<std::streamsize>(t.values.size() * 4));
+}
+
+// Only ids are fed, so a tokenizer with a few words is enough for loading.
+void write_tokenizer(const fs::path& dir) {
+  std::ofstream(dir / "tokenizer.json")
+      << R"({"model":{"type":"WordLevel","vocab":{"<unk>":0,"<s>":1,"</s>":2},"unk_token":"<unk>"},)"
+         R"("pre_tokenizer":{"type":"Whitespace"}})";
+}
+
+// archs/mixtral.f32.gguf as transformers' MixtralForCausalLM stores it.
+std::vector<HfTensor> mixtral_tensors(const gguf::GgufFile& f, const ModelConfig& c) {
+  std::vector<HfTensor> out{matrix(f, "token_embd.weight", "model.embed_tokens.weight"),
+                            vector(f, "output_norm.weight", "model.norm.weight"),
+                            matrix(f, "output.weight", "lm_head.weight")};
+  for (uint32_t il = 0; il < c.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".", l = "model.layers." + std::to_string(il) + ".";
+    out.push_back(vector(f, b + "attn_norm.weight", l + "input_layernorm.weight"));
+    out.push_back(vector(f, b + "ffn_norm.weight", l + "post_attention_layernorm.weight"));
+    out.push_back(unpermute_heads(matrix(f, b + "attn_q.weight", l + "self_attn.q_proj.weight"), c.n_head));
+    out.push_back(unpermute_heads(matrix(f, b + "attn_k.weight", l + "self_attn.k_proj.weight"), c.n_head_kv));
+    out.push_back(matrix(f, b + "attn_v.weight", l + "self_attn.v_proj.weight"));
+    out.push_back(matrix(f, b + "attn_output.weight", l + "self_attn.o_proj.weight"));
+    out.push_back(matrix(f, b + "ffn_gate_inp.weight", l + "block_sparse_moe.gate.weight"));
+    for (uint32_t e = 0; e < c.n_expert; ++e) {
+      const std::string x = l + "block_sparse_moe.experts." + std::to_string(e) + ".";
+      out.push_back(matrix(f, b + "ffn_gate_exps.weight", x + "w1.weight", e));
+      out.push_back(matrix(f, b + "ffn_up_exps.weight", x + "w3.weight", e));
+      out.push_back(matrix(f, b + "ffn_down_exps.weight", x + "w2.weight", e));
+    }
+  }
+  return out;
+}
+
+// The config.json keys every class here shares, from the GGUF model's configuration.
+nlohmann::json common_config(const std::string& hf_class, const ModelConfig& c) {
+  return {{"architectures", {hf_class}},
+          {"hidden_size", c.n_embd},
+          {"num_hidden_layers", c.n_layer},
+          {"num_attention_heads", c.n_head},
+          {"num_key_value_heads", c.n_head_kv},
+          {"vocab_size", c.n_vocab},
+          {"max_position_embeddings", c.n_ctx_train},
+          {"rms_norm_eps", c.norm_eps},
+          {"rope_theta", c.rope.freq_base}};
+}
+
+nlohmann::json mixtral_config(const ModelConfig& c) {
+  nlohmann::json j = common_config("MixtralForCausalLM", c);
+  j["intermediate_size"] = c.n_ff_expert;
+  j["num_local_experts"] = c.n_expert;
+  j["num_experts_per_tok"] = c.n_expert_used;
+  j["hidden_act"] = "silu";
+  j["tie_word_embeddings"] = false;
+  return j;
+}
+
+// Gemma stores its norms as (1 + w): the converter's +1 undone (exactly in
+// f32 for these gains, so the round trip is lossless).
+HfTensor gemma_norm(const gguf::GgufFile& f, const std::string& gguf_name, const std::string& hf_name) {
+  HfTensor t = vector(f, gguf_name, hf_name);
+  for (float& v : t.values) v -= 1.0f;
+  return t;
+}
+
+// archs/gemma3.f32.gguf as transformers' Gemma3ForCausalLM stores it:
+// per layer, GGUF name -> transformers' name (".weight" on both).
+std::vector<HfTensor> gemma3_tensors(const gguf::GgufFile& f, const ModelConfig& c) {
+  static constexpr std::pair<const char*, const char*> kNorms[] = {
+      {"attn_norm", "input_layernorm"},      {"post_attention_norm", "post_attention_layernorm"},
+      {"ffn_norm", "pre_feedforward_layernorm"}, {"post_ffw_norm", "post_feedforward_layernorm"},
+      {"attn_q_norm", "self_attn.q_norm"},   {"attn_k_norm", "self_attn.k_norm"},
+  };
+  static constexpr std::pair<const char*, const char*> kMatrices[] = {
+      {"attn_q", "self_attn.q_proj"}, {"attn_k", "self_attn.k_proj"}, {"attn_v", "self_attn.v_proj"},
+      {"attn_output", "self_attn.o_proj"}, {"ffn_gate", "mlp.gate_proj"}, {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"},
+  };
+  std::vector<HfTensor> out{matrix(f, "token_embd.weight", "model.embed_tokens.weight"),
+                            gemma_norm(f, "output_norm.weight", "model.norm.weight")};
+  for (uint32_t il = 0; il < c.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".", l = "model.layers." + std::to_string(il) + ".";
+    for (const auto& [g, h] : kNorms)
+      out.push_back(gemma_norm(f, b + g + ".weight", l + h + ".weight"));
+    for (const auto& [g, h] : kMatrices) out.push_back(matrix(f, b + g + ".weight", l + h + ".weight"));
+  }
+  return out;
+}
+
+nlohmann::json gemma3_config(const ModelConfig& c) {
+  nlohmann::json j = common_config("Gemma3ForCausalLM", c);
+  j["intermediate_size"] = c.n_ff;
+  j["head_dim"] = c.head_dim_k;
+  j["rope_local_base_freq"] = c.rope.freq_base_swa;
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1.0f / c.rope.freq_scale}};
+  j["sliding_window"] = c.sliding_window;
+  j["sliding_window_pattern"] = c.sliding_window_pattern;
+  j["query_pre_attn_scalar"] = c.head_dim_k;
+  j["hidden_activation"] = "gelu_pytorch_tanh";
+  j["final_logit_softcapping"] = nullptr;
+  j["attn_logit_softcapping"] = nullptr;
+  return j;
+}
+
+class HfFromGguf : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kArchs / "mixtral.f32.gguf") || !fs::exists(kArchs / "gemma3.f32.gguf"))
+      GTEST_SKIP() << "test data not found at " << kArchs;
+    dir_ = fs::path(testing::TempDir()) / ("lamina_hf_" + std::string(
+        testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes the folder of `gguf_name`, letting `edit` damage it first.
+  std::unique_ptr<Model> write_folder(const std::string& gguf_name,
+                                      const std::function<void(std::vector<HfTensor>&, nlohmann::json&)>& edit = {}) {
+    auto model = Model::load(kArchs / gguf_name);
+    const bool gemma3 = model->config().arch->name == "gemma3";
+    auto tensors = gemma3 ? gemma3_tensors(model->file(), model->config())
+                          : mixtral_tensors(model->file(), model->config());
+    auto config = gemma3 ? gemma3_config(model->config()) : mixtral_config(model->config());
+    if (edit) edit(tensors, config);
+    write_safetensors(dir_ / "model.safetensors", tensors);
+    std::ofstream(dir_ / "config.json") << config.dump();
+    write_tokenizer(dir_);
+    return model;
+  }
+
+  std::string load_error() {
+    try {
+      Model::load(dir_);
+    } catch (const ModelError& e) {
+      return e.what();
+    }
+    return "(loaded)";
+  }
+
+  fs::path dir_;
+};
+
+std::vector<float> logits_of(const Model& model, const std::vector<int32_t>& ids) {
+  CpuForward fwd(model, {.n_ctx = 64, .kv_type = KvType::F32, .n_threads = 1});
+  std::vector<TokenInput> batch;
+  for (std::size_t i = 0; i < ids.size(); ++i) batch.push_back({ids[i], static_cast<uint32_t>(i), 0, true});
+  const auto l = fwd.decode(batch);
+  return {l.begin(), l.end()};
+}
+
+TEST_F(HfFromGguf, MixtralFolderRunsLikeItsGguf) {
+  const auto gguf_model = write_folder("mixtral.f32.gguf");
+  const auto hf_model = Model::load(dir_);
+  const ModelConfig& c = hf_model->config();
+  EXPECT_EQ(c.ffn(), FfnKind::MoeGatedSilu);
+  EXPECT_EQ(c.n_expert, 4u);
+  EXPECT_EQ(c.n_expert_used, 2u);
+  EXPECT_EQ(c.n_ff_expert, 128u);
+  const std::vector<int32_t> ids{1, 400, 37, 255, 88, 300, 12, 401, 5, 77, 17, 333};
+  EXPECT_EQ(logits_of(*hf_model, ids), logits_of(*gguf_model, ids));
+}
+
+// --quantize at load takes the expert stacks too (the router stays F32, as
+// llama.cpp keeps it), the same from the folder as from the GGUF file.
+TEST_F(HfFromGguf, MixtralQuantizedAtLoadLikeItsGguf) {
+  write_folder("mixtral.f32.gguf");
+  LoadOptions options;
+  options.quantize = quant::QuantFormat::Q8_0;
+  const auto hf_model = Model::load(dir_, options);
+  const auto gguf_model = Model::load(kArchs / "mixtral.f32.gguf", options);
+  for (const char* name : {"blk.0.ffn_gate_exps.weight", "blk.1.ffn_down_exps.weight", "blk.0.attn_q.weight"})
+    EXPECT_EQ(hf_model->file().tensor(name).type, gguf::TensorType::Q8_0) << name;
+  EXPECT_EQ(hf_model->file().tensor("blk.0.ffn_gate_inp.weight").type, gguf::TensorType::F32);
+  const std::vector<int32_t> ids{1, 400, 37, 255, 88, 300, 12, 401};
+  EXPECT_EQ(logits_of(*hf_model, ids), logits_of(*gguf_model, ids));
+}
+
+TEST_F(HfFromGguf, Gemma3FolderRunsLikeItsGguf) {
+  const auto gguf_model = write_folder("gemma3.f32.gguf");
+  const auto hf_model = Model::load(dir_);
+  const ModelConfig& c = hf_model->config();
+  EXPECT_EQ(c.sliding_window_pattern, 3u);
+  EXPECT_EQ(c.rope.freq_base_swa, 10000.0f);
+  // Longer than the window (12), so the local layers' masking is exercised.
+  std::vector<int32_t> ids;
+  for (int32_t i = 0; i < 20; ++i) ids.push_back((i * 37 + 1) % 512);
+  EXPECT_EQ(logits_of(*hf_model, ids), logits_of(*gguf_model, ids));
+}
+
+TEST_F(HfFromGguf, Gemma3LayerTypesOffThePatternAreRefused) {
+  write_folder("gemma3.f32.gguf", [](std::vector<HfTensor>&, nlohmann::json& config) {
+    config["layer_types"] = {"sliding_attention", "full_attention", "full_attention"};
+  });
+  const std::string e = load_error();
+  EXPECT_NE(e.find("layer_types"), std::string::npos) << e;
+  EXPECT_NE(e.find("layer 1 is not 'sliding_attention'"), std::string::npos) << e;
+}
+
+TEST_F(HfFromGguf, MissingExpertIsNamed) {
+  write_folder("mixtral.f32.gguf", [](std::vector<HfTensor>& tensors, nlohmann::json&) {
+    std::erase_if(tensors, [](const HfTensor& t) { return t.name == "model.layers.1.block_sparse_moe.experts.2.w3.weight"; });
+  });
+  const std::string e = load_error();
+  EXPECT_NE(e.find("expert 2 of 'blk.1.ffn_up_exps.weight' is missing"), std::string::npos) << e;
+}
+
+TEST_F(HfFromGguf, ExpertOutsideTheCountIsRefused) {
+  write_folder("mixtral.f32.gguf", [](std::vector<HfTensor>&, nlohmann::json& config) {
+    config["num_local_experts"] = 3;
+  });
+  const std::string e = load_error();
+  EXPECT_NE(e.find("model.layers.0.block_sparse_moe.experts.3."), std::string::npos) << e;
+}
+
+TEST_F(HfFromGguf, ExpertOfAnotherShapeIsNamed) {
+  write_folder("mixtral.f32.gguf", [](std::vector<HfTensor>& tensors, nlohmann::json&) {
+    for (auto& t : tensors) {
+      if (t.name != "model.layers.0.block_sparse_moe.experts.1.w2.weight") continue;
+      t.shape = {t.shape[1], t.shape[0]};
+    }
+  });
+  const std::string e = load_error();
+  EXPECT_NE(e.find("'model.layers.0.block_sparse_moe.experts.1.w2.weight' does not have the 2-D shape"),
+            std::string::npos)
+      << e;
+}
+
+TEST_F(HfFromGguf, TooManyExpertsPerTokenIsRefused) {
+  write_folder("mixtral.f32.gguf", [](std::vector<HfTensor>&, nlohmann::json& config) {
+    config["num_experts_per_tok"] = 5;
+  });
+  const std::string e = load_error();
+  EXPECT_NE(e.find("expert_used_count 5 must be in 1..expert_count (4)"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace lamina::model

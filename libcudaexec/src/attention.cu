@@ -38,13 +38,24 @@ __device__ __forceinline__ float exp2_approx(float x) {
   return y;
 }
 
-// A dot product q.k as a score in the log2 domain.
-__device__ __forceinline__ float log2_score(float dot, const SpanParams& p) {
+// Dot products q.k as scores in the log2 domain, the soft cap decided once
+// for all of a thread's scores (not per score: that reloads the parameters).
+template <int N>
+__device__ __forceinline__ void log2_scores(float (&sc)[N][4], const SpanParams& p) {
   if (p.s.softcap > 0.0f) {
-    const float x = __fmul_rn(dot, p.s.scale);
-    return __fmul_rn(__fmul_rn(p.s.softcap, tanhf(__fdiv_rn(x, p.s.softcap))), kLog2e);
+    const float scale = p.s.scale, cap = p.s.softcap;
+#pragma unroll
+    for (int nt = 0; nt < N; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        sc[nt][i] = __fmul_rn(__fmul_rn(cap, tanhf(__fdiv_rn(__fmul_rn(sc[nt][i], scale), cap))), kLog2e);
+  } else {
+    const float scale_log2 = p.scale_log2;
+#pragma unroll
+    for (int nt = 0; nt < N; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) sc[nt][i] = __fmul_rn(sc[nt][i], scale_log2);
   }
-  return __fmul_rn(dot, p.scale_log2);
 }
 
 // The weight of a state with maximum `from` rescaled to maximum `to` (>= from).
@@ -241,14 +252,22 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
         l_fold[h] = __fmaf_rn(l_run[h], b, __fmul_rn(l_fold[h], a));
         m_fold[h] = m_new;
         const bool first = span == first_span, last = span == last_span;
+        // All of the row's earlier fold read before the first use (one wait).
+        float prev[D / 8][2];
 #pragma unroll
         for (int dt = 0; dt < D / 8; ++dt)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const uint32_t d = 8 * dt + 2 * tig + e;
-            if (d >= s.head_dim_v) continue;
-            const float folded = __fmaf_rn(o[dt][2 * h + e], b, __fmul_rn(first ? 0.0f : dst[d], a));
-            dst[d] = last ? __fdiv_rn(folded, l_fold[h]) : folded;
+            prev[dt][e] = !first && d < s.head_dim_v ? dst[d] : 0.0f;
+          }
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const uint32_t d = 8 * dt + 2 * tig + e;
+            const float folded = __fmaf_rn(o[dt][2 * h + e], b, __fmul_rn(prev[dt][e], a));
+            if (d < s.head_dim_v) dst[d] = last ? __fdiv_rn(folded, l_fold[h]) : folded;
           }
       } else {
         float* rec = p.records + ((static_cast<std::size_t>(row) * s.n_head + head) * p.n_spans + span) * rec_len;
@@ -300,22 +319,17 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
           mma_f16_k16(sc[nt + 1], al[0], al[1], al[2], al[3], b[2], b[3]);
         }
       }
-      // Masked log2 scores, then the chunk's row maxima (a tree: max is exact
-      // in any order).
-      if (first >= warp_lo && first + (kAttentionChunk - 1) <= warp_pos) {
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) sc[nt][i] = log2_score(sc[nt][i], p);
-      } else {
+      // Masked log2 scores (chunks inside every row's keys need no mask),
+      // then the chunk's row maxima (a tree: max is exact in any order).
+      log2_scores(sc, p);
+      if (first < warp_lo || first + (kAttentionChunk - 1) > warp_pos) {
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             const int h = i >> 1;
             const uint32_t key = first + 8 * nt + 2 * tig + (i & 1);
-            const bool valid = key >= lo_r[h] && key <= pos_r[h];
-            sc[nt][i] = valid ? log2_score(sc[nt][i], p) : -INFINITY;
+            if (key < lo_r[h] || key > pos_r[h]) sc[nt][i] = -INFINITY;
           }
       }
       float m_chunk[2];

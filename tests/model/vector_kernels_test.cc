@@ -19,7 +19,8 @@
 namespace lamina::model::cpu {
 namespace {
 
-// Lengths around the vector widths and the 8 partial sums, and head sizes.
+// Lengths around the vector widths and the 8 partial sums, and head sizes;
+// row counts around the lane counts (rows are summed a vector of them at once).
 constexpr std::size_t kLengths[] = {0, 1, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65, 100, 128, 257};
 
 std::vector<float> random_values(std::size_t n, std::mt19937& rng, float scale) {
@@ -59,7 +60,7 @@ double sum_error_bound(std::size_t n_terms, double magnitude) {
 TEST_P(VectorKernels, DotRowsWithinF32RoundingOfExact) {
   std::mt19937 rng(11);
   for (std::size_t n : kLengths) {
-    for (std::size_t n_rows : {1, 3, 4, 5, 9}) {
+    for (std::size_t n_rows : {1, 3, 4, 5, 9, 16, 17, 33}) {
       const std::size_t stride = n + 3;  // rows apart as a head's rows in a wider cache row
       const std::vector<float> a = random_values(n, rng, 1.0f);
       const Rows rows = random_rows(n_rows, stride, rng, 3.0f);

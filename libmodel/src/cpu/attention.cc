@@ -22,15 +22,25 @@ const Row* cache_rows(const KvCache& cache, bool value, uint32_t seq, uint32_t l
   }
 }
 
+// The first position a token at `pos` sees.
+uint32_t first_visible(const AttentionShape& shape, uint32_t pos) {
+  return shape.window > 0 && pos + 1 > shape.window ? pos + 1 - shape.window : 0;
+}
+
 }  // namespace
 
-Attention::Attention(uint32_t n_ctx, int n_threads) {
+Attention::Attention(int n_threads) {
   scratch_.resize(static_cast<std::size_t>(std::max(1, n_threads)));
-  for (auto& s : scratch_) s.scores.resize(n_ctx);
+  for (auto& s : scratch_) s.scores.resize(kTilePositions);
 }
 
 void Attention::run(const AttentionShape& shape, const KvCache& cache, uint32_t layer,
                     std::span<const TokenInput> tokens, const float* q, float* out, quant::ThreadPool& pool) {
+  const std::size_t n_queries = std::size_t{kTokensPerGroup} * (shape.n_head / shape.n_head_kv);
+  for (auto& s : scratch_) {
+    if (s.acc.size() < n_queries * shape.head_dim_v) s.acc.resize(n_queries * shape.head_dim_v);
+    if (s.max.size() < n_queries) s.max.resize(n_queries), s.sum.resize(n_queries);
+  }
   if (cache.type() == KvType::F16) {
     run_rows<uint16_t>(shape, cache, layer, tokens, q, out, pool);
   } else {
@@ -46,45 +56,111 @@ void Attention::run_rows(const AttentionShape& shape, const KvCache& cache, uint
   const std::size_t v_dim = cache.v_dim();
   const std::size_t q_stride = std::size_t{shape.n_head} * shape.head_dim_k;
   const std::size_t out_stride = std::size_t{shape.n_head} * shape.head_dim_v;
-  const std::size_t n_items = tokens.size() * shape.n_head_kv;
+  const std::size_t n_groups = (tokens.size() + kTokensPerGroup - 1) / kTokensPerGroup;
+  const std::size_t n_items = n_groups * shape.n_head_kv;
 
-  // Threads take items from a shared counter: their costs differ (a prompt's
-  // later tokens see more positions), and each item's arithmetic is the same
-  // whichever thread runs it.
+  // Threads take items (a group of tokens, one KV head) from a shared
+  // counter: their costs differ (a prompt's later tokens see more
+  // positions), and each query's arithmetic is the same whichever thread
+  // runs it.
   std::atomic<std::size_t> next{0};
   pool.run_on_all([&](std::size_t thread) {
     Scratch& s = scratch_[thread];
     for (std::size_t item = next.fetch_add(1, std::memory_order_relaxed); item < n_items;
          item = next.fetch_add(1, std::memory_order_relaxed)) {
-      const TokenInput& tok = tokens[item / shape.n_head_kv];
+      const std::size_t t0 = item / shape.n_head_kv * kTokensPerGroup;
+      const std::size_t t1 = std::min(t0 + kTokensPerGroup, tokens.size());
       const uint32_t kv_head = static_cast<uint32_t>(item % shape.n_head_kv);
-      const uint32_t p1 = tok.pos + 1;
-      const uint32_t p0 = shape.window > 0 && tok.pos + 1 > shape.window ? tok.pos + 1 - shape.window : 0;
-      const uint32_t n = p1 - p0;
-      const Row* k = cache_rows<Row>(cache, false, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_k;
-      const Row* v = cache_rows<Row>(cache, true, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_v;
-      const std::size_t t = item / shape.n_head_kv;
-      for (uint32_t g = 0; g < group; ++g) {
-        const uint32_t head = kv_head * group + g;
-        const float* qh = q + t * q_stride + std::size_t{head} * shape.head_dim_k;
-        float* scores = s.scores.data();
-        dot_rows(qh, k, k_dim, n, shape.head_dim_k, scores);
-        float max_score = -INFINITY;
-        for (uint32_t j = 0; j < n; ++j) {
-          float score = scores[j] * shape.scale;
-          if (shape.softcap > 0.0f) score = softcap(score, shape.softcap);
-          scores[j] = score;
-          max_score = std::max(max_score, score);
+      const std::size_t n_queries = (t1 - t0) * group;
+      std::fill(s.max.begin(), s.max.begin() + n_queries, -INFINITY);
+      std::fill(s.sum.begin(), s.sum.begin() + n_queries, 0.0f);
+      std::fill(s.acc.begin(), s.acc.begin() + n_queries * shape.head_dim_v, 0.0f);
+      uint32_t lo = UINT32_MAX, hi = 0;
+      for (std::size_t t = t0; t < t1; ++t) {
+        lo = std::min(lo, first_visible(shape, tokens[t].pos));
+        hi = std::max(hi, tokens[t].pos + 1);
+      }
+      for (uint32_t tile = lo / kTilePositions * kTilePositions; tile < hi; tile += kTilePositions) {
+        for (std::size_t t = t0; t < t1; ++t) {
+          const TokenInput& tok = tokens[t];
+          const uint32_t p0 = std::max(tile, first_visible(shape, tok.pos));
+          const uint32_t p1 = std::min(tile + kTilePositions, tok.pos + 1);
+          if (p0 >= p1) continue;
+          const uint32_t n = p1 - p0;
+          const Row* k = cache_rows<Row>(cache, false, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_k;
+          const Row* v = cache_rows<Row>(cache, true, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_v;
+          for (uint32_t g = 0; g < group; ++g) {
+            const std::size_t query = (t - t0) * group + g;
+            const float* qh = q + t * q_stride + std::size_t{kv_head * group + g} * shape.head_dim_k;
+            float* acc = s.acc.data() + query * shape.head_dim_v;
+            float* scores = s.scores.data();
+            dot_rows(qh, k, k_dim, n, shape.head_dim_k, scores);
+            float tile_max = -INFINITY;
+            for (uint32_t j = 0; j < n; ++j) {
+              float score = scores[j] * shape.scale;
+              if (shape.softcap > 0.0f) score = softcap(score, shape.softcap);
+              scores[j] = score;
+              tile_max = std::max(tile_max, score);
+            }
+            // A larger max rescales what came before (the first tile's
+            // factor is exp(-inf) = 0, on zeros).
+            if (tile_max > s.max[query]) {
+              const float factor = std::exp(s.max[query] - tile_max);
+              s.sum[query] *= factor;
+              for (uint32_t d = 0; d < shape.head_dim_v; ++d) acc[d] *= factor;
+              s.max[query] = tile_max;
+            }
+            s.sum[query] += exp_shift_sum(scores, n, s.max[query]);
+            accumulate_rows(scores, v, v_dim, n, shape.head_dim_v, acc);
+          }
         }
-        // The weights stay unnormalized; the output is divided once.
-        const float inv = 1.0f / exp_shift_sum(scores, n, max_score);
-        float* oh = out + t * out_stride + std::size_t{head} * shape.head_dim_v;
-        std::fill(oh, oh + shape.head_dim_v, 0.0f);
-        accumulate_rows(scores, v, v_dim, n, shape.head_dim_v, oh);
-        for (uint32_t d = 0; d < shape.head_dim_v; ++d) oh[d] *= inv;
+      }
+      // The weights stay unnormalized; the output is divided once.
+      for (std::size_t t = t0; t < t1; ++t) {
+        for (uint32_t g = 0; g < group; ++g) {
+          const std::size_t query = (t - t0) * group + g;
+          const float inv = 1.0f / s.sum[query];
+          const float* acc = s.acc.data() + query * shape.head_dim_v;
+          float* oh = out + t * out_stride + std::size_t{kv_head * group + g} * shape.head_dim_v;
+          for (uint32_t d = 0; d < shape.head_dim_v; ++d) oh[d] = acc[d] * inv;
+        }
       }
     }
   });
+}
+
+void attention_reference(const AttentionShape& shape, const KvCache& cache, uint32_t layer,
+                         std::span<const TokenInput> tokens, const float* q, double* out) {
+  const uint32_t group = shape.n_head / shape.n_head_kv;
+  std::vector<float> k(cache.k_dim()), v(cache.v_dim());
+  std::vector<double> scores;
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    const TokenInput& tok = tokens[t];
+    const uint32_t p0 = first_visible(shape, tok.pos);
+    for (uint32_t head = 0; head < shape.n_head; ++head) {
+      const uint32_t kv_head = head / group;
+      const float* qh = q + (t * shape.n_head + head) * shape.head_dim_k;
+      scores.clear();
+      for (uint32_t p = p0; p <= tok.pos; ++p) {
+        cache.load_k(tok.seq, layer, p, 1, k.data());
+        double dot = 0.0;
+        for (uint32_t d = 0; d < shape.head_dim_k; ++d) dot += double{qh[d]} * k[kv_head * shape.head_dim_k + d];
+        dot *= shape.scale;
+        if (shape.softcap > 0.0f) dot = shape.softcap * std::tanh(dot / shape.softcap);
+        scores.push_back(dot);
+      }
+      const double max = *std::max_element(scores.begin(), scores.end());
+      double sum = 0.0;
+      for (double& x : scores) sum += x = std::exp(x - max);
+      double* oh = out + (t * shape.n_head + head) * shape.head_dim_v;
+      std::fill(oh, oh + shape.head_dim_v, 0.0);
+      for (uint32_t p = p0; p <= tok.pos; ++p) {
+        cache.load_v(tok.seq, layer, p, 1, v.data());
+        for (uint32_t d = 0; d < shape.head_dim_v; ++d) oh[d] += scores[p - p0] * v[kv_head * shape.head_dim_v + d];
+      }
+      for (uint32_t d = 0; d < shape.head_dim_v; ++d) oh[d] /= sum;
+    }
+  }
 }
 
 }  // namespace lamina::model::cpu

@@ -79,7 +79,7 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
       pool(static_cast<std::size_t>(default_threads(o.n_threads))),
       cache(c, {o.n_ctx ? o.n_ctx : default_ctx(c), o.n_seq, o.kv_type}),
       linear(pool, o.exact_activations),
-      attention(cache.n_ctx(), static_cast<int>(pool.num_threads())),
+      attention(static_cast<int>(pool.num_threads())),
       moe(c, o.max_batch) {
   if (options.max_batch == 0) throw ModelError("max_batch must be positive");
   if (options.pack_weights) {

@@ -3,6 +3,7 @@
 #define HWY_TARGET_INCLUDE "vector_kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
+#include <algorithm>
 #include <cmath>
 
 #include "hwy/contrib/math/math-inl.h"
@@ -76,42 +77,59 @@ struct RowsF16 {
   static float Scalar(T x) { return quant::f16_to_f32(x); }
 };
 
-// R rows at once: a's vectors are loaded once for all of them, and each
-// row's sum is its own chain of fused multiply-adds. A row's sum: its
-// vectors in order into one accumulator, the ragged end (zero-padded) last,
-// then Highway's lane sum: fixed for a target, whatever the tile.
-template <class Rows, size_t R>
+// Up to one vector's worth of rows at once (N, the lane count): a's vectors
+// are loaded once for all of them, and each row's sum is its own chain of
+// fused multiply-adds over its vectors in order, the ragged end
+// (zero-padded) last. The N chains' lanes are then summed together by
+// pairing even and odd lanes log2(N) times, which leaves row r's sum, a
+// pairwise sum of its lanes in order, in lane r: a fixed order for a target,
+// whatever rows come with it (absent ones are zeros that stay in their own
+// lanes), and one vector add per row where a lane sum per row takes log2(N).
+// kFull: n_rows is N, known when compiling, so that the sums stay in registers.
+template <class Rows, bool kFull>
 HWY_INLINE void DotRowsTile(const float* HWY_RESTRICT a, const typename Rows::T* HWY_RESTRICT rows, size_t stride,
-                            size_t n, float* HWY_RESTRICT out) {
+                            size_t rows_given, size_t n, float* HWY_RESTRICT out) {
   const DF32 df;
-  const size_t N = hn::Lanes(df);
-  VF32 sums[R];
-  for (size_t r = 0; r < R; ++r) sums[r] = hn::Zero(df);
+  constexpr size_t N = hn::MaxLanes(DF32());
+  const size_t n_rows = kFull ? N : rows_given;
+  VF32 sums[N];
+  for (size_t r = 0; r < N; ++r) sums[r] = hn::Zero(df);
   size_t i = 0;
   for (; i + N <= n; i += N) {
     const VF32 x = hn::LoadU(df, a + i);
-    for (size_t r = 0; r < R; ++r) sums[r] = hn::MulAdd(x, Rows::Load(rows + r * stride + i), sums[r]);
+    for (size_t r = 0; r < n_rows; ++r) sums[r] = hn::MulAdd(x, Rows::Load(rows + r * stride + i), sums[r]);
   }
   if (i < n) {
     HWY_ALIGN float a_tail[hn::MaxLanes(df)] = {};
     HWY_ALIGN float row_tail[hn::MaxLanes(df)] = {};
     for (size_t k = i; k < n; ++k) a_tail[k - i] = a[k];
     const VF32 x = hn::Load(df, a_tail);
-    for (size_t r = 0; r < R; ++r) {
+    for (size_t r = 0; r < n_rows; ++r) {
       for (size_t k = i; k < n; ++k) row_tail[k - i] = Rows::Scalar(rows[r * stride + k]);
       sums[r] = hn::MulAdd(x, hn::Load(df, row_tail), sums[r]);
     }
   }
-  for (size_t r = 0; r < R; ++r) out[r] = hn::GetLane(hn::SumOfLanes(df, sums[r]));
+  for (size_t width = N; width > 1; width /= 2) {
+    for (size_t j = 0; j < width / 2; ++j) {
+      sums[j] = hn::Add(hn::ConcatEven(df, sums[2 * j + 1], sums[2 * j]), hn::ConcatOdd(df, sums[2 * j + 1], sums[2 * j]));
+    }
+  }
+  if (n_rows == N) {
+    hn::StoreU(sums[0], df, out);
+  } else {
+    HWY_ALIGN float lanes[hn::MaxLanes(df)];
+    hn::Store(sums[0], df, lanes);
+    for (size_t r = 0; r < n_rows; ++r) out[r] = lanes[r];
+  }
 }
 
 template <class Rows>
 void DotRows(const float* HWY_RESTRICT a, const typename Rows::T* HWY_RESTRICT rows, size_t stride, size_t n_rows,
              size_t n, float* HWY_RESTRICT out) {
-  constexpr size_t kTile = 4;
+  constexpr size_t N = hn::MaxLanes(DF32());
   size_t r = 0;
-  for (; r + kTile <= n_rows; r += kTile) DotRowsTile<Rows, kTile>(a, rows + r * stride, stride, n, out + r);
-  for (; r < n_rows; ++r) DotRowsTile<Rows, 1>(a, rows + r * stride, stride, n, out + r);
+  for (; r + N <= n_rows; r += N) DotRowsTile<Rows, true>(a, rows + r * stride, stride, N, n, out + r);
+  if (r < n_rows) DotRowsTile<Rows, false>(a, rows + r * stride, stride, n_rows - r, n, out + r);
 }
 
 // K vectors of acc held in registers while every row passes. With few

@@ -7,7 +7,7 @@
 #include "bench_runner.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"lamina-bench: measure prompt processing (pp) and generation (tg) speed of a GGUF model"};
+  CLI::App app{"lamina-bench: measure prompt processing (pp) and generation (tg) speed of a GGUF model", "lamina-bench"};
   app.set_version_flag("--version", std::string("lamina-bench ") + LAMINA_VERSION);
   lamina::bench::BenchOptions o;
   std::string output = "md";

@@ -8,7 +8,7 @@
 #include "tensor_report.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"lamina-convert: convert a Hugging Face model folder (safetensors) to GGUF"};
+  CLI::App app{"lamina-convert: convert a Hugging Face model folder (safetensors) to GGUF", "lamina-convert"};
   app.set_version_flag("--version", std::string("lamina-convert ") + LAMINA_VERSION);
   app.footer("TYPE: f32, f16, bf16, or a quantization mix as lamina-quantize names them (q8_0, q4_k_m, ...).");
   lamina::convert::ConvertOptions options;

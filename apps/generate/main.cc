@@ -7,7 +7,7 @@
 #include "run_generate.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"lamina-generate: generate text with a GGUF model (default: the bundled stories260K)"};
+  CLI::App app{"lamina-generate: generate text with a GGUF model (default: the bundled stories260K)", "lamina-generate"};
   app.set_version_flag("--version", std::string("lamina-generate ") + LAMINA_VERSION);
   lamina::generate_app::Options o;
   auto& s = o.sampling;

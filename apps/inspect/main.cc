@@ -8,7 +8,7 @@
 #include "tensor_dump.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"lamina-inspect: print the header, metadata and tensor table of a GGUF file"};
+  CLI::App app{"lamina-inspect: print the header, metadata and tensor table of a GGUF file", "lamina-inspect"};
   app.set_version_flag("--version", std::string("lamina-inspect ") + LAMINA_VERSION);
   std::string path;
   bool json = false;

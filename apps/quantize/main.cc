@@ -29,7 +29,7 @@ std::optional<TensorType> parse_tensor_type(const std::string& option, const std
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"lamina-quantize: convert an F32/F16/BF16 GGUF model to a quantized mix"};
+  CLI::App app{"lamina-quantize: convert an F32/F16/BF16 GGUF model to a quantized mix", "lamina-quantize"};
   app.set_version_flag("--version", std::string("lamina-quantize ") + LAMINA_VERSION);
   app.footer("TYPE is one of: " + lamina::quantize::mix_names() +
              ".\nThe _S/_M/_L mixes give some tensors more bits, as llama-quantize does.");

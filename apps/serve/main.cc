@@ -10,7 +10,7 @@
 #include "serve_app.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"lamina-serve: an OpenAI-compatible server (default model: the bundled stories260K)"};
+  CLI::App app{"lamina-serve: an OpenAI-compatible server (default model: the bundled stories260K)", "lamina-serve"};
   app.set_version_flag("--version", std::string("lamina-serve ") + LAMINA_VERSION);
   lamina::serve::AppOptions o;
   auto& srv = o.server;

@@ -460,6 +460,15 @@ void launch_spans_for_width(const SpanParams& p, uint32_t n_tiles, cudaStream_t 
   }
 }
 
+// Tokens per tile: 64 query rows per block, n_head / n_head_kv rows per token.
+uint32_t attention_tile_tokens(const AttentionShape& s) { return 64 / (s.n_head / s.n_head_kv); }
+
+// Whether a launch of n_tiles tiles over n_spans spans is faster per tile.
+bool attention_per_tile_pays(const AttentionShape& s, uint32_t n_tiles, uint32_t n_spans, int sm_count) {
+  return n_spans > 1 && std::max(s.head_dim_k, s.head_dim_v) <= kAttentionPerTileMaxHeadDim &&
+         2 * std::size_t{n_tiles} * s.n_head_kv >= kAttentionPerTileMinBlocksPer2Sms * static_cast<std::size_t>(sm_count);
+}
+
 }  // namespace
 
 const char* attention_unsupported(const AttentionShape& s) {
@@ -469,26 +478,28 @@ const char* attention_unsupported(const AttentionShape& s) {
   return "";
 }
 
-uint32_t attention_tile_tokens(const AttentionShape& s) { return 64 / (s.n_head / s.n_head_kv); }
-
-uint32_t build_attention_tiles(const uint32_t* seq, uint32_t n, uint32_t tile_tokens, AttentionTile* tiles) {
-  uint32_t n_tiles = 0;
+AttentionPlan plan_attention(const AttentionShape& shape, const uint32_t* seq, uint32_t n, uint32_t max_pos,
+                             int sm_count, AttentionTile* tiles) {
+  AttentionPlan plan;
+  const uint32_t tile_tokens = attention_tile_tokens(shape);
   for (uint32_t r = 0; r < n;) {
     uint32_t end = r + 1;
     while (end < n && end - r < tile_tokens && seq[end] == seq[r]) ++end;
-    tiles[n_tiles++] = {r, end - r};
+    tiles[plan.n_tiles++] = {r, end - r};
     r = end;
   }
-  return n_tiles;
+  plan.n_spans = attention_spans(max_pos);
+  plan.single_warp = plan.n_tiles == n && shape.n_head / shape.n_head_kv <= 16;
+  plan.per_tile = attention_per_tile_pays(shape, plan.n_tiles, plan.n_spans, sm_count);
+  return plan;
+}
+
+AttentionPlan plan_decode_attention(const AttentionShape& shape, uint32_t n, uint32_t n_spans) {
+  return {n, n_spans, shape.n_head / shape.n_head_kv <= 16, false};
 }
 
 std::size_t attention_workspace_floats(const AttentionShape& shape, uint32_t n_rows, uint32_t n_spans) {
   return std::size_t{n_rows} * shape.n_head * n_spans * (shape.head_dim_v + 2);
-}
-
-bool attention_per_tile_pays(const AttentionShape& s, uint32_t n_tiles, uint32_t n_spans, int sm_count) {
-  return n_spans > 1 && std::max(s.head_dim_k, s.head_dim_v) <= kAttentionPerTileMaxHeadDim &&
-         2 * std::size_t{n_tiles} * s.n_head_kv >= kAttentionPerTileMinBlocksPer2Sms * static_cast<std::size_t>(sm_count);
 }
 
 void attention(const AttentionShape& shape, const KvView& kv, uint32_t layer, const float* q, std::size_t q_stride,

@@ -67,21 +67,21 @@ struct AttentionPlan {
 // Why a model's attention cannot run on the GPU ("" when it can).
 const char* attention_unsupported(const AttentionShape& shape);
 
-// Tokens per tile: 64 query rows per block, n_head / n_head_kv rows per token.
-uint32_t attention_tile_tokens(const AttentionShape& shape);
-
-// Cuts a batch (host arrays of n rows) into tiles of at most tile_tokens
-// consecutive rows of one sequence; returns their number (at most n).
-uint32_t build_attention_tiles(const uint32_t* seq, uint32_t n, uint32_t tile_tokens, AttentionTile* tiles);
-
 // Spans a batch needs: those of its latest position.
 inline uint32_t attention_spans(uint32_t max_pos) { return max_pos / kAttentionSpan + 1; }
 
 // Floats of span records for n_rows rows and up to n_spans spans.
 std::size_t attention_workspace_floats(const AttentionShape& shape, uint32_t n_rows, uint32_t n_spans);
 
-// Whether a launch of n_tiles tiles over n_spans spans is faster per tile.
-bool attention_per_tile_pays(const AttentionShape& shape, uint32_t n_tiles, uint32_t n_spans, int sm_count);
+// How a step of n rows is launched (seq: the rows' sequences, host; max_pos
+// its latest position): its tiles, runs of consecutive rows of one sequence
+// of at most 64 query rows, are written to `tiles` (host, n entries); per
+// tile where that pays on sm_count SMs.
+AttentionPlan plan_attention(const AttentionShape& shape, const uint32_t* seq, uint32_t n, uint32_t max_pos,
+                             int sm_count, AttentionTile* tiles);
+
+// A decode step of n one-token rows (tile i is row i) over n_spans spans.
+AttentionPlan plan_decode_attention(const AttentionShape& shape, uint32_t n, uint32_t n_spans);
 
 // out[r][head * head_dim_v + d] for n_rows query rows q[r] (stride
 // q_stride, f32), each attending to positions [max(0, pos - window + 1),

@@ -8,6 +8,7 @@
 
 #include "attention.h"
 #include "cuda_check.h"
+#include "device_memory.h"
 #include "launch_timing.h"
 #include "lamina/cudaexec/device.h"
 #include "lamina/cudaexec/kernel_check.h"
@@ -15,26 +16,24 @@
 namespace lamina::cudaexec {
 namespace {
 
+// A typed device array over the executor's owning allocation.
 template <typename T>
 class DeviceArray {
  public:
-  explicit DeviceArray(std::size_t n) : n_(n) { LAMINA_CUDA_CHECK(cudaMalloc(&ptr_, std::max<std::size_t>(n, 1) * sizeof(T))); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  ~DeviceArray() { cudaFree(ptr_); }
-  T* get() const { return ptr_; }
+  explicit DeviceArray(std::size_t n) : n_(n), memory_(std::max<std::size_t>(n, 1) * sizeof(T), "attention check") {}
+  T* get() const { return static_cast<T*>(memory_.get()); }
   void upload(const std::vector<T>& v) {
-    LAMINA_CUDA_CHECK(cudaMemcpy(ptr_, v.data(), std::min(v.size(), n_) * sizeof(T), cudaMemcpyHostToDevice));
+    LAMINA_CUDA_CHECK(cudaMemcpy(get(), v.data(), std::min(v.size(), n_) * sizeof(T), cudaMemcpyHostToDevice));
   }
   std::vector<T> download() const {
     std::vector<T> v(n_);
-    LAMINA_CUDA_CHECK(cudaMemcpy(v.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
+    LAMINA_CUDA_CHECK(cudaMemcpy(v.data(), get(), n_ * sizeof(T), cudaMemcpyDeviceToHost));
     return v;
   }
 
  private:
-  T* ptr_ = nullptr;
   std::size_t n_;
+  detail::DeviceAllocation memory_;
 };
 
 std::vector<__half> to_half(const float* x, std::size_t n) {
@@ -72,22 +71,17 @@ class AttentionRun {
   // Uploads the tiles for `split` and says how to launch; false where the
   // split does not apply to the shape.
   bool prepare(AttentionSplit split) {
-    const uint32_t n = c_.n_rows, group = c_.n_head / c_.n_head_kv;
+    const uint32_t n = c_.n_rows;
     std::vector<uint32_t> seq(n, 0);
     std::vector<detail::AttentionTile> tiles(n);
     split_ = split;
-    plan_ = {};
     if (split == AttentionSplit::Decode) {
       tiles[0] = {0, 1};
-      plan_ = {1, detail::attention_spans(n_ctx_ - 1), group <= 16, false};
+      plan_ = detail::plan_decode_attention(shape_, 1, detail::attention_spans(n_ctx_ - 1));
     } else {
-      plan_.n_tiles = detail::build_attention_tiles(seq.data(), n, detail::attention_tile_tokens(shape_), tiles.data());
-      plan_.n_spans = detail::attention_spans(c_.past + n - 1);
-      plan_.single_warp = plan_.n_tiles == n && group <= 16;
-      if (split == AttentionSplit::Auto) {
-        plan_.per_tile =
-            detail::attention_per_tile_pays(shape_, plan_.n_tiles, plan_.n_spans, device_info(0).sm_count);
-      } else if (split == AttentionSplit::PerTile) {
+      plan_ = detail::plan_attention(shape_, seq.data(), n, c_.past + n - 1, device_info(0).sm_count, tiles.data());
+      if (split == AttentionSplit::PerSpan) plan_.per_tile = false;
+      if (split == AttentionSplit::PerTile) {
         if (plan_.single_warp || c_.head_dim > detail::kAttentionPerTileMaxHeadDim) return false;
         plan_.per_tile = true;
       }

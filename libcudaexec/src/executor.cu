@@ -63,11 +63,6 @@ struct Executor::Impl {
   template <typename Consume>
   void for_each_step(std::span<const StepToken> batch, bool want_argmax, Consume&& consume);
   cudaGraphExec_t graph_for(uint32_t n);
-  // The attention launch of a step whose rows are one token each (tiles
-  // written by run_step).
-  AttentionPlan decode_attention(uint32_t n, uint32_t n_spans) const {
-    return {n, n_spans, attention_shape.n_head / attention_shape.n_head_kv <= 16, false};
-  }
   void check_batch(std::span<const StepToken> batch) const;
 
   ModelDesc model;
@@ -192,7 +187,7 @@ cudaGraphExec_t Executor::Impl::graph_for(uint32_t n) {
   cudaGraphExec_t exec = nullptr;
   LAMINA_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   try {
-    step->enqueue(n, n, decode_attention(n, sizes.max_spans), stream);
+    step->enqueue(n, n, plan_decode_attention(attention_shape, n, sizes.max_spans), stream);
   } catch (...) {
     (void)cudaStreamEndCapture(stream, &graph);
     if (graph) (void)cudaGraphDestroy(graph);
@@ -228,14 +223,9 @@ uint32_t Executor::Impl::run_step(std::span<const StepToken> batch, bool want_ar
   AttentionPlan attention;
   if (exec) {
     for (uint32_t i = 0; i < n; ++i) staging->tiles[i] = {i, 1};
-    attention = decode_attention(n, sizes.max_spans);
+    attention = plan_decode_attention(attention_shape, n, sizes.max_spans);
   } else {
-    attention.n_tiles =
-        build_attention_tiles(staging->seq, n, attention_tile_tokens(attention_shape), staging->tiles);
-    attention.n_spans = attention_spans(max_pos);
-    attention.single_warp = attention.n_tiles == n && attention_shape.n_head / attention_shape.n_head_kv <= 16;
-    attention.per_tile =
-        attention_per_tile_pays(attention_shape, attention.n_tiles, attention.n_spans, info.sm_count);
+    attention = plan_attention(attention_shape, staging->seq, n, max_pos, info.sm_count, staging->tiles);
   }
   const std::size_t rows_bytes = std::size_t{sizes.max_rows} * 4;
   LAMINA_CUDA_CHECK(cudaMemcpyAsync(buffers.ids, staging->ids, 3 * rows_bytes, cudaMemcpyHostToDevice, stream));

@@ -61,6 +61,17 @@ __device__ __forceinline__ void log2_scores(float (&sc)[N][4], const SpanParams&
 // The weight of a state with maximum `from` rescaled to maximum `to` (>= from).
 __device__ __forceinline__ float rescale(float from, float to) { return from == to ? 1.0f : exp2_approx(from - to); }
 
+// One step of the left-to-right fold of span states (maximum m, sum l) with
+// the next span's (m_span, l_span): returns the factors for the fold so far
+// (a) and for the span (b), by which both O parts are scaled and added.
+__device__ __forceinline__ void fold_span(float& m, float& l, float m_span, float l_span, float& a, float& b) {
+  const float m_new = fmaxf(m, m_span);
+  a = rescale(m, m_new);
+  b = rescale(m_span, m_new);
+  l = __fmaf_rn(l_span, b, __fmul_rn(l, a));
+  m = m_new;
+}
+
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&h);
@@ -247,10 +258,8 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
             if (d < s.head_dim_v) dst[d] = __fdiv_rn(o[dt][2 * h + e], l_run[h]);
           }
       } else if constexpr (kPerTile) {
-        const float m_new = fmaxf(m_fold[h], m_run[h]);
-        const float a = rescale(m_fold[h], m_new), b = rescale(m_run[h], m_new);
-        l_fold[h] = __fmaf_rn(l_run[h], b, __fmul_rn(l_fold[h], a));
-        m_fold[h] = m_new;
+        float a, b;
+        fold_span(m_fold[h], l_fold[h], m_run[h], l_run[h], a, b);
         const bool first = span == first_span, last = span == last_span;
         // All of the row's earlier fold read before the first use (one wait).
         float prev[D / 8][2];
@@ -416,11 +425,9 @@ __global__ void attention_combine_kernel(const SpanParams p) {
     float m = -INFINITY, l = 0.0f, o = 0.0f;
     for (uint32_t sp = first_span; sp <= last_span; ++sp) {
       const float* rec = recs + sp * rec_len;
-      const float m_new = fmaxf(m, rec[0]);
-      const float a = rescale(m, m_new), b = rescale(rec[0], m_new);
+      float a, b;
+      fold_span(m, l, rec[0], rec[1], a, b);
       o = __fmaf_rn(rec[2 + d], b, __fmul_rn(o, a));
-      l = __fmaf_rn(rec[1], b, __fmul_rn(l, a));
-      m = m_new;
     }
     dst[d] = __fdiv_rn(o, l);
   }

@@ -72,6 +72,15 @@ __device__ __forceinline__ void fold_span(float& m, float& l, float m_span, floa
   m = m_new;
 }
 
+// A row's output O / l, with the head's sink folded in first as one more
+// span of weight 1 at its logit (in the scores' log2 domain).
+__device__ __forceinline__ float row_output(float o, float m, float l, const AttentionShape& s, uint32_t head) {
+  if (s.sinks == nullptr) return __fdiv_rn(o, l);
+  float a, b;
+  fold_span(m, l, __fmul_rn(s.sinks[head], kLog2e), 1.0f, a, b);
+  return __fdiv_rn(__fmul_rn(o, a), l);
+}
+
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&h);
@@ -255,7 +264,7 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const uint32_t d = 8 * dt + 2 * tig + e;
-            if (d < s.head_dim_v) dst[d] = __fdiv_rn(o[dt][2 * h + e], l_run[h]);
+            if (d < s.head_dim_v) dst[d] = row_output(o[dt][2 * h + e], m_run[h], l_run[h], s, head);
           }
       } else if constexpr (kPerTile) {
         float a, b;
@@ -276,7 +285,7 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
           for (int e = 0; e < 2; ++e) {
             const uint32_t d = 8 * dt + 2 * tig + e;
             const float folded = __fmaf_rn(o[dt][2 * h + e], b, __fmul_rn(prev[dt][e], a));
-            if (d < s.head_dim_v) dst[d] = last ? __fdiv_rn(folded, l_fold[h]) : folded;
+            if (d < s.head_dim_v) dst[d] = last ? row_output(folded, m_fold[h], l_fold[h], s, head) : folded;
           }
       } else {
         float* rec = p.records + ((static_cast<std::size_t>(row) * s.n_head + head) * p.n_spans + span) * rec_len;
@@ -429,7 +438,7 @@ __global__ void attention_combine_kernel(const SpanParams p) {
       fold_span(m, l, rec[0], rec[1], a, b);
       o = __fmaf_rn(rec[2 + d], b, __fmul_rn(o, a));
     }
-    dst[d] = __fdiv_rn(o, l);
+    dst[d] = row_output(o, m, l, s, head);
   }
 }
 

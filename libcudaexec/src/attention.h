@@ -48,6 +48,9 @@ struct AttentionShape {
   float scale = 1.0f;
   float softcap = 0.0f;  // 0: none
   uint32_t window = 0;   // 0: every earlier position
+  // Per query head, a learned logit that joins every softmax's denominator
+  // and adds nothing to the output (gpt-oss's sinks; device; null: none).
+  const float* sinks = nullptr;
 };
 
 // Consecutive batch rows of one sequence whose queries share their KV loads.

@@ -49,6 +49,7 @@ class AttentionRun {
       : c_(c),
         n_ctx_(c.past + c.n_rows),
         shape_{c.n_head, c.n_head_kv, c.head_dim, c.head_dim, c.scale, c.softcap, c.window},
+        sinks_(c.sinks ? c.n_head : 0),
         q_(std::size_t{c.n_rows} * c.n_head * c.head_dim),
         k_(std::size_t{n_ctx_} * c.n_head_kv * c.head_dim),
         v_(std::size_t{n_ctx_} * c.n_head_kv * c.head_dim),
@@ -58,6 +59,10 @@ class AttentionRun {
         workspace_(detail::attention_workspace_floats(shape_, c.n_rows, detail::attention_spans(n_ctx_ - 1))),
         out_(std::size_t{c.n_rows} * c.n_head * c.head_dim) {
     q_.upload(std::vector<float>(q, q + std::size_t{c.n_rows} * c.n_head * c.head_dim));
+    if (c.sinks) {
+      sinks_.upload(std::vector<float>(c.sinks, c.sinks + c.n_head));
+      shape_.sinks = sinks_.get();
+    }
     k_.upload(to_half(k, std::size_t{n_ctx_} * c.n_head_kv * c.head_dim));
     v_.upload(to_half(v, std::size_t{n_ctx_} * c.n_head_kv * c.head_dim));
     seq_.upload(std::vector<uint32_t>(c.n_rows, 0));
@@ -113,6 +118,7 @@ class AttentionRun {
   AttentionCheck c_;
   uint32_t n_ctx_;
   detail::AttentionShape shape_;
+  DeviceArray<float> sinks_;
   DeviceArray<float> q_;
   DeviceArray<__half> k_, v_;
   DeviceArray<uint32_t> seq_, pos_;

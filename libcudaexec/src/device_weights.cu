@@ -108,6 +108,7 @@ void place_all(const ModelDesc& model, Placer& p, DeviceWeights& w) {
     }
     d.q_norm = p.vector(l.q_norm, n + "attn_q_norm");
     d.k_norm = p.vector(l.k_norm, n + "attn_k_norm");
+    d.attn_sinks = p.vector(l.attn_sinks, n + "attn_sinks");
     d.wo = p.matrix(l.wo, n + "attn_output");
     d.bo = p.vector(l.bo, n + "attn_output bias");
     d.post_attn_norm = p.vector(l.post_attn_norm, n + "post_attention_norm");

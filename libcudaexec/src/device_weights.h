@@ -25,6 +25,7 @@ struct DeviceLayer {
   DeviceMatrix wq, wk, wv, wqkv;
   const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bqkv = nullptr;
   const float *q_norm = nullptr, *k_norm = nullptr;
+  const float* attn_sinks = nullptr;
   DeviceMatrix wo;
   const float* bo = nullptr;
   const float* post_attn_norm = nullptr;

@@ -98,6 +98,20 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
     throw CudaError("model: a mixture of experts needs a router and 1 <= n_expert_used <= n_expert <= " +
                     std::to_string(kMaxExperts));
 
+  if (m.rope != RopeKind::None) {
+    const bool local_ok = m.rope_inv_freq_local.empty() || m.rope_inv_freq_local.size() == m.rope_dims / 2;
+    if (m.rope_dims == 0 || m.rope_inv_freq.size() != m.rope_dims / 2 || !local_ok)
+      throw CudaError("model: rope_inv_freq (and rope_inv_freq_local, if given) need rope_dims / 2 = " +
+                      std::to_string(m.rope_dims / 2) + " angles");
+  }
+  for (uint32_t i = 0; i < m.layers.size(); ++i) {
+    if (m.layers[i].rope_local && m.rope_inv_freq_local.empty())
+      throw CudaError("model: layer " + std::to_string(i) + " rotates with rope_inv_freq_local, which is empty");
+    if (m.layers[i].attn_sinks && m.layers[i].attn_sinks.n != m.n_head)
+      throw CudaError("model: layer " + std::to_string(i) + " has " + std::to_string(m.layers[i].attn_sinks.n) +
+                      " attention sinks for " + std::to_string(m.n_head) + " heads");
+  }
+
   sizes.max_rows = o.max_batch;
   sizes.max_logit_rows = std::min(o.max_batch, o.max_logit_rows ? o.max_logit_rows : std::max(o.n_seq, 64u));
   sizes.max_spans = attention_spans(o.n_ctx - 1);
@@ -140,13 +154,10 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
   buffers = layout_step_buffers(m, sizes, place);
   staging = std::make_unique<HostStaging>(sizes.max_rows, sizes.max_logit_rows);
 
+  // Both angle tables side by side: the local one (if any) after the main one.
   if (m.rope != RopeKind::None) {
-    std::vector<double> inv_freq(m.rope_dims / 2);
-    for (uint32_t i = 0; i < inv_freq.size(); ++i) {
-      double f = m.rope_freq_scale * std::pow(static_cast<double>(m.rope_base), -2.0 * i / m.rope_dims);
-      if (m.rope_freqs) f /= m.rope_freqs.data[i];
-      inv_freq[i] = f;
-    }
+    std::vector<double> inv_freq = m.rope_inv_freq;
+    inv_freq.insert(inv_freq.end(), m.rope_inv_freq_local.begin(), m.rope_inv_freq_local.end());
     LAMINA_CUDA_CHECK(
         cudaMemcpy(buffers.inv_freq, inv_freq.data(), inv_freq.size() * sizeof(double), cudaMemcpyHostToDevice));
   }

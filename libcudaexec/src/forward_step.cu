@@ -21,8 +21,9 @@ uint32_t gate_width(const ModelDesc& m) {
   return gated ? std::max(2 * m.n_ff, ff_width(m)) : ff_width(m);
 }
 
-AttentionShape attention_shape(const ModelDesc& m, const LayerDesc& l) {
-  return {m.n_head, m.n_head_kv, m.head_dim_k, m.head_dim_v, m.attn_scale, m.attn_softcap, l.sliding_window};
+AttentionShape attention_shape(const ModelDesc& m, const LayerDesc& l, const DeviceLayer& d) {
+  return {m.n_head, m.n_head_kv, m.head_dim_k, m.head_dim_v, m.attn_scale, m.attn_softcap, l.sliding_window,
+          d.attn_sinks};
 }
 
 }  // namespace
@@ -53,8 +54,11 @@ StepBuffers layout_step_buffers(const ModelDesc& m, const StepSizes& s, BumpLayo
   const std::size_t act_bytes = R * activation_row_stride(quant::QuantFormat::F32, max_in);
   b.act[0] = layout.take<std::byte>(act_bytes);
   b.act[1] = layout.take<std::byte>(act_bytes);
-  b.inv_freq = layout.take<double>(std::max<uint32_t>(1, m.rope_dims / 2));
-  b.rope = layout.take<double2>(R * std::max<uint32_t>(1, m.rope_dims / 2));
+  const uint32_t half = std::max<uint32_t>(1, m.rope_dims / 2);
+  const bool local_rope = !m.rope_inv_freq_local.empty();
+  b.inv_freq = layout.take<double>((local_rope ? 2 : 1) * half);
+  b.rope = layout.take<double2>(R * half);
+  b.rope_local = local_rope ? layout.take<double2>(R * half) : nullptr;
   b.argmax_parts = layout.take<ArgmaxCandidate>(L * kArgmaxParts);
   b.gelu_table = m.gelu_f16_table ? layout.take<uint16_t>(65536) : nullptr;
   if (m.n_expert > 0) {
@@ -205,10 +209,11 @@ void ForwardStep::attention_block(uint32_t layer, uint32_t n, const AttentionPla
     linear(l.wv, b_.h, n, v, F, l.bv, nullptr, stream);
   }
   const QkvShape shape{m_.n_head, m_.n_head_kv, m_.head_dim_k, m_.head_dim_v, m_.rope_dims, m_.rope, m_.norm_eps};
-  prepare_qkv(shape, q, k, v, F, n, l.q_norm, l.k_norm, b_.rope, b_.pos, b_.seq, kv_, layer, stream);
+  prepare_qkv(shape, q, k, v, F, n, l.q_norm, l.k_norm, m_.layers[layer].rope_local ? b_.rope_local : b_.rope, b_.pos, b_.seq, kv_,
+              layer, stream);
 
   const std::size_t out_stride = std::size_t{m_.n_head} * m_.head_dim_v;
-  attention(attention_shape(m_, m_.layers[layer]), kv_, layer, q, F, b_.seq, b_.pos, b_.tiles, n, launch, b_.attention,
+  attention(attention_shape(m_, m_.layers[layer], l), kv_, layer, q, F, b_.seq, b_.pos, b_.tiles, n, launch, b_.attention,
             b_.attn_out, out_stride, stream);
   forget_activations();
   if (l.post_attn_norm) {
@@ -264,7 +269,11 @@ void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionPlan
                 1.0f, b_.h, stream);
     add_rows(b_.x, E, b_.h, E, E, n, stream);
   }
-  if (m_.rope != RopeKind::None) rope_table(b_.inv_freq, b_.pos, n, m_.rope_dims / 2, b_.rope, stream);
+  if (m_.rope != RopeKind::None) {
+    const uint32_t half = m_.rope_dims / 2;
+    rope_table(b_.inv_freq, b_.pos, n, half, b_.rope, stream);
+    if (b_.rope_local) rope_table(b_.inv_freq + half, b_.pos, n, half, b_.rope_local, stream);
+  }
   if (after_layer) (*after_layer)(-1);
   for (uint32_t layer = 0; layer < m_.n_layer; ++layer) {
     attention_block(layer, n, attention, stream);

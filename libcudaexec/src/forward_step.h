@@ -30,6 +30,7 @@ struct StepBuffers {
   void* act[2] = {nullptr, nullptr};  // quantized activations, two formats at once
   double* inv_freq = nullptr;
   double2* rope = nullptr;                   // [rows][rope_dims / 2] this step's rotations
+  double2* rope_local = nullptr;             // the same for LayerDesc::rope_local layers (null: none)
   ArgmaxCandidate* argmax_parts = nullptr;  // [logit rows][kArgmaxParts]
   uint16_t* gelu_table = nullptr;
   // Mixtures of experts: router logits, the rows routed to each expert, their

@@ -36,7 +36,7 @@ std::vector<float> reference(const AttentionCheck& c, const std::vector<float>& 
       const float* qr = &q[(std::size_t{r} * c.n_head + h) * c.head_dim];
       const uint32_t kvh = h / group;
       w.assign(pos + 1 - lo, 0.0);
-      double max_score = -INFINITY;
+      double max_score = c.sinks ? double{c.sinks[h]} : -INFINITY;
       for (uint32_t j = lo; j <= pos; ++j) {
         double dot = 0.0;
         for (uint32_t d = 0; d < c.head_dim; ++d)
@@ -46,7 +46,7 @@ std::vector<float> reference(const AttentionCheck& c, const std::vector<float>& 
         w[j - lo] = score;
         max_score = std::max(max_score, score);
       }
-      double sum = 0.0;
+      double sum = c.sinks ? std::exp(c.sinks[h] - max_score) : 0.0;
       for (double& x : w) sum += (x = std::exp(x - max_score));
       for (uint32_t d = 0; d < c.head_dim; ++d) {
         double acc = 0.0;
@@ -66,6 +66,7 @@ struct Case {
   uint32_t window;
   uint32_t past, n_rows;
   float q_scale;  // larger queries make the soft cap bite
+  float sink_scale = 0.0f;  // > 0: attention sinks of about this size (some above every score)
 };
 
 class AttentionSplits : public ::testing::TestWithParam<Case> {};
@@ -89,6 +90,9 @@ TEST_P(AttentionSplits, BitIdenticalAndMatchTheReference) {
   for (float& x : q) x = normal(rng) * t.q_scale;
   for (float& x : k) x = normal(rng);
   for (float& x : v) x = normal(rng);
+  std::vector<float> sinks(t.n_head);
+  for (float& x : sinks) x = normal(rng) * t.sink_scale;
+  if (t.sink_scale > 0.0f) c.sinks = sinks.data();
 
   const std::vector<float> want = reference(c, q, k, v);
   const std::vector<float> per_span = check_attention(c, q.data(), k.data(), v.data(), AttentionSplit::PerSpan);
@@ -121,7 +125,8 @@ TEST_P(AttentionSplits, BitIdenticalAndMatchTheReference) {
 }
 
 // Head shapes of real models (Llama 3 8B, Qwen2 0.5B, Gemma 2 with its soft
-// cap and window, a head width that is not a multiple of 16, full MHA);
+// cap and window, a head width that is not a multiple of 16, full MHA,
+// gpt-oss's sinks with and without its window);
 // prompts that start at 0, inside the first span and several spans in, and
 // row counts of one token, part of a tile and several tiles.
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionSplits,
@@ -133,7 +138,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionSplits,
                                            Case{"gqa2_d256_cap_window", 8, 4, 256, 30.0f, 300, 500, 150, 4.0f},
                                            Case{"gqa2_d128_cap_window", 8, 4, 128, 30.0f, 300, 500, 150, 4.0f},
                                            Case{"gqa3_d80_p260_r90", 6, 2, 80, 0.0f, 0, 260, 90, 1.0f},
-                                           Case{"mha_d64_p511_r66", 4, 4, 64, 0.0f, 0, 511, 66, 1.0f}),
+                                           Case{"mha_d64_p511_r66", 4, 4, 64, 0.0f, 0, 511, 66, 1.0f},
+                                           Case{"gqa8_d64_sinks_window", 64, 8, 64, 0.0f, 128, 300, 160, 1.0f, 3.0f},
+                                           Case{"gqa8_d64_sinks_p600_r130", 64, 8, 64, 0.0f, 0, 600, 130, 1.0f, 3.0f},
+                                           Case{"gqa8_d64_sinks_p0_r1", 64, 8, 64, 0.0f, 0, 0, 1, 1.0f, 8.0f}),
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -29,7 +29,7 @@ std::vector<fs::path> test_models() {
   for (const char* name : {"models/stories260K.gguf", "models/TinyStories-656K-Q8_0.gguf"})
     if (fs::exists(kData / name)) paths.push_back(kData / name);
   // The architectures the engine runs (archs/ also holds newer ones).
-  for (const char* arch : {"llama", "llama3", "qwen2", "qwen3", "qwen3moe", "phi3", "gpt2", "gemma2", "mixtral"})
+  for (const char* arch : {"llama", "llama3", "qwen2", "qwen3", "qwen3moe", "phi3", "gpt2", "gemma2", "gemma3", "mixtral"})
     for (const char* prec : {"f32", "q8_0", "q4_k_m"}) {
       const fs::path p = kData / "archs" / (std::string(arch) + "." + prec + ".gguf");
       if (fs::exists(p)) paths.push_back(p);
@@ -316,22 +316,6 @@ TEST(GpuForward, ClearErrorWhenTheCacheDoesNotFit) {
     FAIL() << "expected an error";
   } catch (const ModelError& e) {
     EXPECT_NE(std::string(e.what()).find("does not fit"), std::string::npos) << e.what();
-  }
-}
-
-// gemma3's local layers rotate with a second RoPE base the executor has no
-// place for: refused by name, before anything runs.
-TEST(GpuForward, RefusesWhatTheExecutorDoesNotImplement) {
-  const fs::path path = kData / "archs/gemma3.f32.gguf";
-  if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
-  const auto m = Model::load(path.string());
-  try {
-    (void)make_gpu_forward(*m, {.n_ctx = 64}, no_gate());
-    FAIL() << "expected an error";
-  } catch (const ModelError& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("gemma3"), std::string::npos) << message;
-    EXPECT_NE(message.find("rope.freq_base_swa"), std::string::npos) << message;
   }
 }
 

@@ -15,6 +15,7 @@
 #include "linear.h"
 #include "moe.h"
 #include "ops.h"
+#include "rope.h"
 #include "vector_kernels.h"
 
 namespace lamina::model {
@@ -49,8 +50,8 @@ struct CpuForward::State {
   cpu::Linear linear;
   cpu::Attention attention;
   cpu::MixtureOfExperts moe;
-  std::vector<double> inv_freq;  // per rotated pair: freq_scale * base^(-2i/n_dims) / factor_i
-  std::vector<double> inv_freq_swa;  // windowed layers with their own base: base_swa^(-2i/n_dims) / factor_i
+  std::vector<double> inv_freq;      // rope_inverse_frequencies
+  std::vector<double> inv_freq_swa;  // the windowed layers' own base (empty: none)
 
   // Workspace, sized once for max_batch rows.
   cpu::Workspace x, h, q, k, v, attn_out, proj, gate, up, logits, row_tmp;
@@ -114,25 +115,12 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
   gate.resize(B * ff);
   up.resize(B * ff);
   row_tmp.resize(c.n_embd);
-  if (c.rope.kind != RopeKind::None) {
-    const uint32_t half = c.rope.n_dims / 2;
-    const auto frequencies = [&](double base, double scale) {
-      std::vector<double> f(half);
-      for (uint32_t i = 0; i < half; ++i) {
-        f[i] = scale * std::pow(base, -2.0 * i / c.rope.n_dims);
-        if (w.rope_freqs) f[i] /= w.rope_freqs.data[i];
-      }
-      return f;
-    };
-    inv_freq = frequencies(c.rope.freq_base, c.rope.freq_scale);
-    cos_t.resize(B * half);
-    sin_t.resize(B * half);
-    if (c.rope.freq_base_swa > 0) {
-      inv_freq_swa = frequencies(c.rope.freq_base_swa, 1.0);
-      cos_swa.resize(B * half);
-      sin_swa.resize(B * half);
-    }
-  }
+  inv_freq = rope_inverse_frequencies(c, w, false);
+  inv_freq_swa = rope_inverse_frequencies(c, w, true);
+  cos_t.resize(B * inv_freq.size());
+  sin_t.resize(B * inv_freq.size());
+  cos_swa.resize(B * inv_freq_swa.size());
+  sin_swa.resize(B * inv_freq_swa.size());
 }
 
 void CpuForward::State::norm(const Vector& weight, const Vector& bias, const float* in, float* out,

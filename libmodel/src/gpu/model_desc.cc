@@ -4,6 +4,7 @@
 
 #include "cpu/expert_routing.h"
 #include "cpu/ops.h"
+#include "rope.h"
 
 namespace lamina::model::gpu {
 namespace {
@@ -21,11 +22,6 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
   const ModelConfig& c = model.config();
   const Weights& w = model.weights();
   const ArchSpec& a = *c.arch;
-  // What the executor has no place for is refused here, by name, rather
-  // than run into wrong logits.
-  if (c.rope.freq_base_swa > 0)
-    throw ModelError(std::string(a.name) + ": the GPU executor has no second RoPE base for the sliding-window " +
-                     "layers (rope.freq_base_swa); run this model on the CPU");
   cudaexec::ModelDesc d;
   d.norm = a.norm == NormKind::Rms ? cudaexec::NormKind::Rms : cudaexec::NormKind::Layer;
   d.rope = c.rope.kind == RopeKind::None   ? cudaexec::RopeKind::None
@@ -50,8 +46,8 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
   d.n_vocab = c.n_vocab;
   d.norm_eps = c.norm_eps;
   d.rope_dims = c.rope.n_dims;
-  d.rope_base = c.rope.freq_base;
-  d.rope_freq_scale = c.rope.freq_scale;
+  d.rope_inv_freq = rope_inverse_frequencies(c, w, false);
+  d.rope_inv_freq_local = rope_inverse_frequencies(c, w, true);
   d.attn_scale = c.attn_scale;
   d.attn_softcap = c.attn_softcap;
   d.final_softcap = c.final_softcap;
@@ -63,7 +59,6 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
   d.output = matrix(w.output);
   d.output_norm = vector(w.output_norm);
   d.output_norm_bias = vector(w.output_norm_bias);
-  d.rope_freqs = vector(w.rope_freqs);
   d.layers.resize(c.n_layer);
   for (uint32_t i = 0; i < c.n_layer; ++i) {
     const LayerWeights& l = w.layers[i];
@@ -96,6 +91,7 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
     g.up_exps = matrix(l.up_exps);
     g.down_exps = matrix(l.down_exps);
     g.sliding_window = c.layer_uses_window(i) ? c.sliding_window : 0;
+    g.rope_local = c.layer_uses_swa_rope(i);
   }
   return d;
 }

@@ -27,7 +27,7 @@ struct LAMINA_CUDAEXEC_API HostMatrix {
   explicit operator bool() const { return data != nullptr; }
 };
 
-// A 1-D f32 parameter (norm weight, bias, rope frequency factors).
+// A 1-D f32 parameter (norm weight, bias).
 struct LAMINA_CUDAEXEC_API HostVector {
   const float* data = nullptr;
   uint32_t n = 0;
@@ -39,6 +39,7 @@ struct LAMINA_CUDAEXEC_API LayerDesc {
   HostMatrix wq, wk, wv, wqkv;  // separate, or wqkv = [q; k; v]
   HostVector bq, bk, bv, bqkv;
   HostVector q_norm, k_norm;    // per-head RMSNorm weights (head_dim_k)
+  HostVector attn_sinks;        // per query head, a logit in each softmax's denominator (gpt-oss)
   HostMatrix wo;
   HostVector bo;
   HostVector post_attn_norm;
@@ -50,6 +51,7 @@ struct LAMINA_CUDAEXEC_API LayerDesc {
   // and the experts' gate/up/down matrices.
   HostMatrix router, gate_exps, up_exps, down_exps;
   uint32_t sliding_window = 0;  // 0: attends to every earlier position
+  bool rope_local = false;      // rotates with ModelDesc::rope_inv_freq_local
 };
 
 struct LAMINA_CUDAEXEC_API ModelDesc {
@@ -61,8 +63,9 @@ struct LAMINA_CUDAEXEC_API ModelDesc {
   uint32_t n_expert = 0, n_expert_used = 0, n_ff_expert = 0;  // mixtures of experts
   float norm_eps = 1e-5f;
   uint32_t rope_dims = 0;         // leading dims of each head that rotate
-  float rope_base = 10000.0f;
-  float rope_freq_scale = 1.0f;   // positions are multiplied by this
+  // Per rotated pair, the angle per position (rope_dims / 2 values); the
+  // local one for layers with rope_local (a second base, gemma3).
+  std::vector<double> rope_inv_freq, rope_inv_freq_local;
   float attn_scale = 1.0f;        // scores = q.k * attn_scale
   float attn_softcap = 0.0f;      // 0: none
   float final_softcap = 0.0f;     // 0: none
@@ -78,7 +81,7 @@ struct LAMINA_CUDAEXEC_API ModelDesc {
                                 uint32_t* order, int32_t* chosen, float* weights);
   ExpertRouter route_experts = nullptr;
   HostMatrix token_embd, position_embd, output;
-  HostVector output_norm, output_norm_bias, rope_freqs;
+  HostVector output_norm, output_norm_bias;
   std::vector<LayerDesc> layers;
 };
 

@@ -85,6 +85,7 @@ struct AttentionCheck {
   float softcap = 0.0f;  // 0: none
   uint32_t window = 0;   // 0: every earlier position
   uint32_t past = 0, n_rows = 0;
+  const float* sinks = nullptr;  // host, n_head logits (gpt-oss's attention sinks); null: none
 };
 
 // How check_attention launches: as the executor chooses for a prompt chunk,

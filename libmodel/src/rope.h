@@ -1,0 +1,20 @@
+// The angles of rotary position embeddings, one definition for the CPU
+// forward and the GPU executor's description.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lamina/model/config.h"
+#include "lamina/model/weights.h"
+
+namespace lamina::model {
+
+// Per rotated pair i, the angle per position: freq_scale * base^(-2i/n_dims),
+// divided by rope_freqs[i] where the file has frequency factors. `local`
+// gives the windowed layers' own base (rope.freq_base_swa), which llama.cpp
+// applies without the linear scaling. Empty without RoPE (or without a
+// local base when `local`).
+std::vector<double> rope_inverse_frequencies(const ModelConfig& c, const Weights& w, bool local);
+
+}  // namespace lamina::model

@@ -35,7 +35,7 @@ struct CpuForward::State {
   void ffn_block(uint32_t layer, std::size_t n);
   // Rotates with the windowed layers' tables when `swa` (gemma3's second base).
   void rope(float* rows, std::size_t stride, uint32_t n_heads, std::span<const TokenInput> batch, bool swa);
-  void rope_tables(std::span<const TokenInput> batch, const std::vector<double>& freqs,
+  void rope_tables(std::span<const TokenInput> batch, const std::vector<double>& freqs, double magnitude,
                    std::vector<double>& cos_out, std::vector<double>& sin_out) const;
   void head_norm(float* rows, uint32_t n_heads, std::size_t n, const Vector& w) const;
   float gelu(float x) const { return options.exact_activations ? cpu::gelu_tanh(x) : cpu::gelu_f16_table(x); }
@@ -49,7 +49,8 @@ struct CpuForward::State {
   cpu::Linear linear;
   cpu::Attention attention;
   cpu::MixtureOfExperts moe;
-  std::vector<double> inv_freq;  // per rotated pair: freq_scale * base^(-2i/n_dims) / factor_i
+  std::vector<double> inv_freq;  // per rotated pair: freq_scale * base^(-2i/n_dims) / factor_i (YaRN: blended)
+  double rope_magnitude = 1.0;   // YaRN's growth of cos and sin
   std::vector<double> inv_freq_swa;  // windowed layers with their own base: base_swa^(-2i/n_dims) / factor_i
 
   // Workspace, sized once for max_batch rows.
@@ -62,6 +63,19 @@ namespace {
 
 uint32_t default_ctx(const ModelConfig& c) {
   return c.n_ctx_train > 0 ? std::min<uint32_t>(c.n_ctx_train, 4096) : 4096;
+}
+
+// YaRN's share of pair i's unscaled frequency: 1 for the pairs that turn
+// more than beta_fast times over the original context, 0 below beta_slow
+// turns, linear between (the pair bounds floored and ceiled, as llama.cpp).
+double yarn_extrapolation(const RopeConfig& r, double base, uint32_t pair) {
+  const auto corr_dim = [&](double turns) {
+    return r.n_dims * std::log(r.yarn_orig_ctx / (turns * 2 * M_PI)) / (2 * std::log(base));
+  };
+  const double low = std::max(0.0, std::floor(corr_dim(r.yarn_beta_fast)));
+  const double high = std::min(r.n_dims - 1.0, std::ceil(corr_dim(r.yarn_beta_slow)));
+  const double y = (pair - low) / std::max(0.001, high - low);
+  return 1.0 - std::clamp(y, 0.0, 1.0);
 }
 
 int default_threads(int requested) {
@@ -119,12 +133,14 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
     const auto frequencies = [&](double base, double scale) {
       std::vector<double> f(half);
       for (uint32_t i = 0; i < half; ++i) {
-        f[i] = scale * std::pow(base, -2.0 * i / c.rope.n_dims);
+        const double mix = c.rope.yarn_orig_ctx > 0 ? yarn_extrapolation(c.rope, base, i) : 0.0;
+        f[i] = (scale * (1.0 - mix) + mix) * std::pow(base, -2.0 * i / c.rope.n_dims);
         if (w.rope_freqs) f[i] /= w.rope_freqs.data[i];
       }
       return f;
     };
     inv_freq = frequencies(c.rope.freq_base, c.rope.freq_scale);
+    if (c.rope.yarn_orig_ctx > 0) rope_magnitude = 1.0 + 0.1 * std::log(1.0 / c.rope.freq_scale);
     cos_t.resize(B * half);
     sin_t.resize(B * half);
     if (c.rope.freq_base_swa > 0) {
@@ -194,13 +210,14 @@ void CpuForward::State::rope(float* rows, std::size_t stride, uint32_t n_heads, 
 }
 
 void CpuForward::State::rope_tables(std::span<const TokenInput> batch, const std::vector<double>& freqs,
-                                    std::vector<double>& cos_out, std::vector<double>& sin_out) const {
+                                    double magnitude, std::vector<double>& cos_out,
+                                    std::vector<double>& sin_out) const {
   const std::size_t half = freqs.size();
   for (std::size_t t = 0; t < batch.size(); ++t) {
     for (std::size_t i = 0; i < half; ++i) {
       const double theta = static_cast<double>(batch[t].pos) * freqs[i];
-      cos_out[t * half + i] = std::cos(theta);
-      sin_out[t * half + i] = std::sin(theta);
+      cos_out[t * half + i] = magnitude * std::cos(theta);
+      sin_out[t * half + i] = magnitude * std::sin(theta);
     }
   }
 }
@@ -253,7 +270,8 @@ void CpuForward::State::attention_block(uint32_t layer, std::span<const TokenInp
                                   c.head_dim_v,
                                   c.attn_scale,
                                   c.attn_softcap,
-                                  c.layer_uses_window(layer) ? c.sliding_window : 0};
+                                  c.layer_uses_window(layer) ? c.sliding_window : 0,
+                                  l.attn_sinks ? l.attn_sinks.data : nullptr};
   attention.run(shape, cache, layer, batch, q.data(), attn_out.data(), pool);
 
   linear.apply(l.wo, attn_out.data(), n, proj.data());
@@ -322,8 +340,8 @@ void CpuForward::State::step(std::span<const TokenInput> batch, float* logits_ou
   const std::size_t n = batch.size();
   embed(batch);
   if (c.rope.kind != RopeKind::None) {
-    rope_tables(batch, inv_freq, cos_t, sin_t);
-    if (!inv_freq_swa.empty()) rope_tables(batch, inv_freq_swa, cos_swa, sin_swa);
+    rope_tables(batch, inv_freq, rope_magnitude, cos_t, sin_t);
+    if (!inv_freq_swa.empty()) rope_tables(batch, inv_freq_swa, 1.0, cos_swa, sin_swa);
   }
   if (after_layer) after_layer(-1);
   for (uint32_t layer = 0; layer < c.n_layer; ++layer) {

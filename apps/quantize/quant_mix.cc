@@ -24,6 +24,7 @@ constexpr std::array kMixes = {
     QuantMix{"Q6_K", FileType::Q6_K, TensorType::Q6_K},
     QuantMix{"IQ4_NL", FileType::IQ4_NL, TensorType::IQ4_NL},
     QuantMix{"IQ4_XS", FileType::IQ4_XS, TensorType::IQ4_XS},
+    QuantMix{"MXFP4_MOE", FileType::MXFP4_MOE, TensorType::Q8_0},
     QuantMix{"F16", FileType::MostlyF16, TensorType::F16},
     QuantMix{"BF16", FileType::MostlyBF16, TensorType::BF16},
     QuantMix{"F32", FileType::AllF32, TensorType::F32},

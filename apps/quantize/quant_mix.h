@@ -33,6 +33,7 @@ enum class FileType : uint32_t {
   IQ4_NL = 25,
   IQ4_XS = 30,
   MostlyBF16 = 32,
+  MXFP4_MOE = 38,
 };
 
 struct QuantMix {

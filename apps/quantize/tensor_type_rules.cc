@@ -128,6 +128,9 @@ class RuleState {
 
     TensorType type = options_.mix->default_type;
     if (!is_block_quantized(type)) return {type, std::nullopt};
+    // MXFP4_MOE: every expert stack MXFP4, every other matrix Q8_0, with no
+    // further rule (as llama-quantize writes gpt-oss).
+    if (is(F::MXFP4_MOE)) return fit_row_length(t, t.shape.size() > 2 && t.shape[2] > 1 ? TensorType::MXFP4 : type);
     if (!options_.pure) type = mix_rule(t, category, type);
     return fit_row_length(t, type);
   }

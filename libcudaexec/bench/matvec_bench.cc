@@ -23,6 +23,7 @@ constexpr QuantFormat kFormats[] = {
     QuantFormat::F32,  QuantFormat::F16,  QuantFormat::BF16, QuantFormat::Q4_0,   QuantFormat::Q4_1,
     QuantFormat::Q5_0, QuantFormat::Q5_1, QuantFormat::Q8_0, QuantFormat::Q2_K,   QuantFormat::Q3_K,
     QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K, QuantFormat::IQ4_NL, QuantFormat::IQ4_XS,
+    QuantFormat::MXFP4,
 };
 
 struct Shape {

@@ -9,6 +9,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstdint>
 
 #include "lamina/quant/blocks.h"
@@ -85,36 +86,49 @@ __device__ __forceinline__ int q3k_scale(uint32_t w0, uint32_t w1, uint32_t w2, 
   return (low | (high << 4)) - 32;
 }
 
-// ---- IQ4_NL / IQ4_XS codebook ----
+// ---- 16-entry int8 codebooks: IQ4_NL / IQ4_XS, MXFP4 ----
 
-constexpr uint32_t iq4_table_word(int first) {
+// Four int8 entries of a codebook (first .. first + 3) as one word.
+constexpr uint32_t codebook_word(const std::array<int8_t, 16>& values, int first) {
   uint32_t w = 0;
-  for (int i = 0; i < 4; ++i) {
-    w |= static_cast<uint32_t>(static_cast<uint8_t>(quant::kIQ4NLValues[first + i])) << (8 * i);
-  }
+  for (int i = 0; i < 4; ++i) w |= static_cast<uint32_t>(static_cast<uint8_t>(values[first + i])) << (8 * i);
   return w;
 }
-inline constexpr uint32_t kIQ4Table0 = iq4_table_word(0);
-inline constexpr uint32_t kIQ4Table1 = iq4_table_word(4);
-inline constexpr uint32_t kIQ4Table2 = iq4_table_word(8);
-inline constexpr uint32_t kIQ4Table3 = iq4_table_word(12);
+// A codebook as template arguments: its four words.
+template <const std::array<int8_t, 16>& V>
+struct Codebook {
+  static constexpr uint32_t w0 = codebook_word(V, 0), w1 = codebook_word(V, 4), w2 = codebook_word(V, 8),
+                            w3 = codebook_word(V, 12);
+};
+using IQ4Codebook = Codebook<quant::kIQ4NLValues>;
+using MXFP4Codebook = Codebook<quant::kMXFP4Values>;
 
 // Four codebook indices (0..15, one per byte) to their int8 values: one byte
 // permute over entries 0..7, one over 8..15, and bit 3 of each index picks.
-__device__ __forceinline__ int iq4_lookup4(uint32_t indices) {
+template <class C>
+__device__ __forceinline__ int codebook_lookup4(uint32_t indices) {
   const uint32_t low3 = indices & 0x07070707u;
   const uint32_t packed = low3 | (low3 >> 4);
   const uint32_t selector = (packed & 0xFFu) | ((packed >> 8) & 0xFF00u);
-  const uint32_t from_low = __byte_perm(kIQ4Table0, kIQ4Table1, selector);
-  const uint32_t from_high = __byte_perm(kIQ4Table2, kIQ4Table3, selector);
+  const uint32_t from_low = __byte_perm(C::w0, C::w1, selector);
+  const uint32_t from_high = __byte_perm(C::w2, C::w3, selector);
   const uint32_t take_high = ((indices >> 3) & 0x01010101u) * 0xFFu;
   return static_cast<int>((from_low & ~take_high) | (from_high & take_high));
 }
+__device__ __forceinline__ int iq4_lookup4(uint32_t indices) { return codebook_lookup4<IQ4Codebook>(indices); }
 
 // One codebook value as f32 (for the gather).
-__device__ __forceinline__ float iq4_value(int index) {
-  const uint32_t word = index < 4 ? kIQ4Table0 : index < 8 ? kIQ4Table1 : index < 12 ? kIQ4Table2 : kIQ4Table3;
+template <class C>
+__device__ __forceinline__ float codebook_value(int index) {
+  const uint32_t word = index < 4 ? C::w0 : index < 8 ? C::w1 : index < 12 ? C::w2 : C::w3;
   return static_cast<float>(static_cast<int8_t>(byte_at(word, index & 3)));
+}
+__device__ __forceinline__ float iq4_value(int index) { return codebook_value<IQ4Codebook>(index); }
+
+// Half an MXFP4 block's E8M0 scale, 2^(e - 128) (the codebook holds twice
+// the E2M1 values); e = 0 and 1 give f32 subnormals.
+__device__ __forceinline__ float e8m0_half_to_float(uint32_t e) {
+  return e < 2 ? __uint_as_float(0x00200000u << e) : __uint_as_float((e - 1) << 23);
 }
 
 // ---- dot helpers ----

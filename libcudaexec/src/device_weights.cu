@@ -130,6 +130,10 @@ void place_all(const ModelDesc& model, Placer& p, DeviceWeights& w) {
     d.gate_exps = p.matrix(l.gate_exps, n + "ffn_gate_exps");
     d.up_exps = p.matrix(l.up_exps, n + "ffn_up_exps");
     d.down_exps = p.matrix(l.down_exps, n + "ffn_down_exps");
+    d.router_bias = p.vector(l.router_bias, n + "ffn_gate_inp bias");
+    d.gate_exps_bias = p.vector(l.gate_exps_bias, n + "ffn_gate_exps bias");
+    d.up_exps_bias = p.vector(l.up_exps_bias, n + "ffn_up_exps bias");
+    d.down_exps_bias = p.vector(l.down_exps_bias, n + "ffn_down_exps bias");
   }
 }
 

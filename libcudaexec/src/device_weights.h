@@ -34,6 +34,7 @@ struct DeviceLayer {
   const float *b_up = nullptr, *b_down = nullptr;
   const float* post_ffn_norm = nullptr;
   DeviceMatrix router, gate_exps, up_exps, down_exps;
+  const float *router_bias = nullptr, *gate_exps_bias = nullptr, *up_exps_bias = nullptr, *down_exps_bias = nullptr;
 };
 
 struct DeviceWeights {

@@ -93,7 +93,7 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
     throw CudaError("executor options: n_ctx, n_seq and max_batch must be positive");
   if (m.n_head == 0 || m.n_head_kv == 0 || m.n_head % m.n_head_kv != 0)
     throw CudaError("model: n_head must be a positive multiple of n_head_kv");
-  if (m.ffn == FfnKind::MoeGatedSilu && (!m.route_experts || m.n_expert > kMaxExperts || m.n_expert_used == 0 ||
+  if (is_mixture_of_experts(m.ffn) && (!m.route_experts || m.n_expert > kMaxExperts || m.n_expert_used == 0 ||
                                          m.n_expert_used > m.n_expert))
     throw CudaError("model: a mixture of experts needs a router and 1 <= n_expert_used <= n_expert <= " +
                     std::to_string(kMaxExperts));
@@ -165,7 +165,7 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
     LAMINA_CUDA_CHECK(cudaMemcpy(buffers.gelu_table, m.gelu_f16_table, 65536 * 2, cudaMemcpyHostToDevice));
   step = std::make_unique<ForwardStep>(model, weights, kv, buffers);
   // A mixture of experts routes on the host between kernels: no graph.
-  graphs_ok = o.use_graphs && m.ffn != FfnKind::MoeGatedSilu;
+  graphs_ok = o.use_graphs && !is_mixture_of_experts(m.ffn);
 }
 
 Executor::Impl::~Impl() {

@@ -81,7 +81,7 @@ ForwardStep::ForwardStep(const ModelDesc& model, const DeviceWeights& weights, c
 void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
   const uint32_t E = m_.n_expert, K = m_.n_expert_used, D = m_.n_embd, F = m_.n_ff_expert;
-  linear(l.router, b_.h, n, b_.moe_logits, E, nullptr, nullptr, stream);
+  linear(l.router, b_.h, n, b_.moe_logits, E, l.router_bias, nullptr, stream);
   // Sized on first use for the largest batch seen; no allocation afterwards.
   const std::size_t NK = std::size_t{n} * K;
   if (host_router_logits_.size() < std::size_t{n} * E) host_router_logits_.resize(std::size_t{n} * E);
@@ -124,11 +124,13 @@ void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
     if (m == 0) continue;
     copy_rows(b_.h, D, b_.moe_rows + first[e], D, m, b_.moe_in, D, stream);
     forget_activations();
-    linear(l.gate_exps.expert(e), b_.moe_in, m, b_.gate, F, nullptr, nullptr, stream);
-    linear(l.up_exps.expert(e), b_.moe_in, m, b_.up, F, nullptr, nullptr, stream);
-    gated_activation(FfnKind::GatedSilu, b_.gate, b_.up, F, F, m, nullptr, b_.gate, F, stream);
+    const auto bias = [e](const float* b, uint32_t width) { return b ? b + std::size_t{e} * width : nullptr; };
+    linear(l.gate_exps.expert(e), b_.moe_in, m, b_.gate, F, bias(l.gate_exps_bias, F), nullptr, stream);
+    linear(l.up_exps.expert(e), b_.moe_in, m, b_.up, F, bias(l.up_exps_bias, F), nullptr, stream);
+    const FfnKind act = m_.ffn == FfnKind::MoeSwigluOai ? FfnKind::MoeSwigluOai : FfnKind::GatedSilu;
+    gated_activation(act, b_.gate, b_.up, F, F, m, nullptr, b_.gate, F, stream);
     forget_activations();
-    linear(l.down_exps.expert(e), b_.gate, m, b_.moe_down, D, nullptr, nullptr, stream);
+    linear(l.down_exps.expert(e), b_.gate, m, b_.moe_down, D, bias(l.down_exps_bias, D), nullptr, stream);
     scatter_scaled_rows(b_.moe_down, D, b_.moe_slots + first[e], b_.moe_weights + first[e], D, m, b_.moe_out, D,
                         stream);
   }
@@ -228,10 +230,10 @@ void ForwardStep::attention_block(uint32_t layer, uint32_t n, const AttentionPla
 void ForwardStep::ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
   const uint32_t E = m_.n_embd, ff = m_.n_ff;
-  const DeviceMatrix& first = m_.ffn == FfnKind::MoeGatedSilu ? l.router : l.w_gate ? l.w_gate : l.w_up;
+  const DeviceMatrix& first = is_mixture_of_experts(m_.ffn) ? l.router : l.w_gate ? l.w_gate : l.w_up;
   norm_input(first, l.ffn_norm, l.ffn_norm_bias, nullptr, n, stream);
   float* hidden = b_.gate;  // the input of the down projection, [n x ff]
-  if (m_.ffn == FfnKind::MoeGatedSilu) {
+  if (is_mixture_of_experts(m_.ffn)) {
     moe_ffn(layer, n, stream);
     add_rows(b_.x, E, b_.proj, E, E, n, stream);
     return;
@@ -271,8 +273,8 @@ void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionPlan
   }
   if (m_.rope != RopeKind::None) {
     const uint32_t half = m_.rope_dims / 2;
-    rope_table(b_.inv_freq, b_.pos, n, half, b_.rope, stream);
-    if (b_.rope_local) rope_table(b_.inv_freq + half, b_.pos, n, half, b_.rope_local, stream);
+    rope_table(b_.inv_freq, b_.pos, n, half, m_.rope_magnitude, b_.rope, stream);
+    if (b_.rope_local) rope_table(b_.inv_freq + half, b_.pos, n, half, 1.0, b_.rope_local, stream);
   }
   if (after_layer) (*after_layer)(-1);
   for (uint32_t layer = 0; layer < m_.n_layer; ++layer) {

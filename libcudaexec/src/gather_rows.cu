@@ -57,6 +57,9 @@ __device__ float dequantize_value(const uint8_t* row, uint32_t i) {
   } else if constexpr (F == QuantFormat::IQ4_NL) {
     const uint8_t* b = block_of<BlockIQ4_NL>(row, i, kQK);
     return __fmul_rn(load_f16(b), iq4_value(nibble32(b + 2, i % kQK)));
+  } else if constexpr (F == QuantFormat::MXFP4) {
+    const uint8_t* b = block_of<BlockMXFP4>(row, i, kQK);
+    return __fmul_rn(codebook_value<MXFP4Codebook>(nibble32(b + 1, i % kQK)), e8m0_half_to_float(b[0]));
   } else if constexpr (F == QuantFormat::Q2_K) {
     const auto* b = reinterpret_cast<const BlockQ2_K*>(block_of<BlockQ2_K>(row, i, kQK_K));
     const uint32_t k = i % kQK_K;
@@ -149,6 +152,7 @@ void gather_rows(QuantFormat format, const void* w, uint32_t n_cols, const int32
     case F::Q5_K: return launch<F::Q5_K>(w, n_cols, ids, n_rows, scale, out, stream);
     case F::Q6_K: return launch<F::Q6_K>(w, n_cols, ids, n_rows, scale, out, stream);
     case F::IQ4_NL: return launch<F::IQ4_NL>(w, n_cols, ids, n_rows, scale, out, stream);
+    case F::MXFP4: return launch<F::MXFP4>(w, n_cols, ids, n_rows, scale, out, stream);
     case F::IQ4_XS: return launch<F::IQ4_XS>(w, n_cols, ids, n_rows, scale, out, stream);
     default: throw CudaError("gather_rows: no GPU dequantizer for " + std::string(quant::format_traits(format).name));
   }

@@ -15,14 +15,15 @@ constexpr int kThreads = 256;
 
 // The rotation of each (row, pair): cos and sin of pos[r] * inv_freq[i], in
 // double, computed once per step for all layers and heads.
-__global__ void rope_table_kernel(const double* inv_freq, const uint32_t* pos, uint32_t half, double2* table) {
+__global__ void rope_table_kernel(const double* inv_freq, const uint32_t* pos, uint32_t half, double magnitude,
+                                  double2* table) {
   enter_dependent_kernel();
   const uint32_t r = blockIdx.y;
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= half) return;
   double sn, cs;
   sincos(static_cast<double>(pos[r]) * inv_freq[i], &sn, &cs);
-  table[std::size_t{r} * half + i] = make_double2(cs, sn);
+  table[std::size_t{r} * half + i] = make_double2(magnitude * cs, magnitude * sn);
 }
 
 constexpr uint32_t kQkvWarps = 4;  // heads per block of prepare_qkv
@@ -91,6 +92,13 @@ __device__ float gelu(float x, const uint16_t* table) {
   return static_cast<float>(0.5 * v * (1.0 + tanh(0.79788456080286535588 * v * (1.0 + 0.044715 * v * v))));
 }
 
+// gpt-oss's clamped SwiGLU in double, rounded once (as the CPU path).
+__device__ float swiglu_oai(float gate, float up) {
+  const double g = fmin(static_cast<double>(gate), 7.0);
+  const double u = fmin(fmax(static_cast<double>(up), -7.0), 7.0);
+  return static_cast<float>(g / (1.0 + exp(-1.702 * g)) * (u + 1.0));
+}
+
 __global__ void gated_activation_kernel(FfnKind kind, const float* gate, const float* up, std::size_t in_stride,
                                         uint32_t n, const uint16_t* table, float* out, std::size_t out_stride) {
   enter_dependent_kernel();
@@ -98,6 +106,10 @@ __global__ void gated_activation_kernel(FfnKind kind, const float* gate, const f
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float g = gate[r * in_stride + i];
+  if (kind == FfnKind::MoeSwigluOai) {
+    out[r * out_stride + i] = swiglu_oai(g, up[r * in_stride + i]);
+    return;
+  }
   const float a = kind == FfnKind::GatedSilu ? silu(g) : gelu(g, table);
   out[r * out_stride + i] = up ? a * up[r * in_stride + i] : a;
 }
@@ -235,10 +247,11 @@ void prepare_qkv(const QkvShape& shape, float* q, float* k, const float* v, std:
                 stream, shape, q, k, v, stride, q_norm, k_norm, rope, pos, seq, kv, layer);
 }
 
-void rope_table(const double* inv_freq, const uint32_t* pos, uint32_t n_rows, uint32_t half, double2* table,
-                cudaStream_t stream) {
+void rope_table(const double* inv_freq, const uint32_t* pos, uint32_t n_rows, uint32_t half, double magnitude,
+                double2* table, cudaStream_t stream) {
   if (n_rows == 0 || half == 0) return;
-  launch_kernel(rope_table_kernel, dim3((half + 63) / 64, n_rows), dim3(64), 0, stream, inv_freq, pos, half, table);
+  launch_kernel(rope_table_kernel, dim3((half + 63) / 64, n_rows), dim3(64), 0, stream, inv_freq, pos, half, magnitude,
+                table);
 }
 
 void gated_activation(FfnKind kind, const float* gate, const float* up, std::size_t in_stride, uint32_t n,

@@ -51,10 +51,10 @@ struct QkvShape {
   float eps = 0.0f;        // of the per-head norms
 };
 
-// table[r * half + i] = (cos, sin) of pos[r] * inv_freq[i] (double), for
-// i < half: the rotations of a step, shared by every layer.
-void rope_table(const double* inv_freq, const uint32_t* pos, uint32_t n_rows, uint32_t half, double2* table,
-                cudaStream_t stream);
+// table[r * half + i] = magnitude * (cos, sin) of pos[r] * inv_freq[i]
+// (double), for i < half: the rotations of a step, shared by every layer.
+void rope_table(const double* inv_freq, const uint32_t* pos, uint32_t n_rows, uint32_t half, double magnitude,
+                double2* table, cudaStream_t stream);
 
 // Everything between the Q/K/V projections and attention, in one launch:
 // per-head RMSNorm of Q and K (when q_norm / k_norm are given; sums in

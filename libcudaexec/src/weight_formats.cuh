@@ -22,9 +22,9 @@
 // q - 16, Q3_K's and Q6_K's offsets, IQ4 codebook entries); the formats with
 // minima (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K) add a second, integer minimum term.
 //
-// Blocks of 18, 22, 34, 110 or 210 bytes start at even addresses only; the
-// loads go through a memory policy (global or shared) that names what
-// alignment it needs.
+// Blocks of 18, 22, 34, 110 or 210 bytes start at even addresses only,
+// MXFP4's 17-byte blocks anywhere; the loads go through a memory policy
+// (global or shared) that names what alignment it needs.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -43,20 +43,34 @@ inline constexpr uint32_t kSegmentValues = 256;  // values per segment of the f3
 // ---- memory policies ----
 
 struct GlobalMem {
+  __device__ static uint32_t u8(const uint8_t* p) { return __ldg(p); }
   __device__ static uint32_t u16(const uint8_t* p) { return load_u16(p); }
   __device__ static uint32_t u32(const uint8_t* p) { return load_u32(p); }
   __device__ static uint32_t u32_a2(const uint8_t* p) { return load_u32_a2(p); }
+  // Any alignment: the two aligned words around the bytes (the weights'
+  // allocation ends with slack for the word past the last block).
+  __device__ static uint32_t u32_a1(const uint8_t* p) {
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    const auto* w = reinterpret_cast<const unsigned int*>(at & ~uintptr_t{3});
+    return __funnelshift_r(__ldg(w), __ldg(w + 1), static_cast<uint32_t>(at & 3u) * 8u);
+  }
 };
 
 // Shared memory: 4 bytes at a 2-byte aligned address come from the two
 // aligned words around them.
 struct SharedMem {
+  __device__ static uint32_t u8(const uint8_t* p) { return *p; }
   __device__ static uint32_t u16(const uint8_t* p) { return *reinterpret_cast<const uint16_t*>(p); }
   __device__ static uint32_t u32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
   __device__ static uint32_t u32_a2(const uint8_t* p) {
     const auto at = reinterpret_cast<uintptr_t>(p);
     const auto* w = reinterpret_cast<const uint32_t*>(at & ~uintptr_t{3});
     return __funnelshift_r(w[0], w[1], static_cast<uint32_t>(at & 2u) * 8u);
+  }
+  __device__ static uint32_t u32_a1(const uint8_t* p) {
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    const auto* w = reinterpret_cast<const uint32_t*>(at & ~uintptr_t{3});
+    return __funnelshift_r(w[0], w[1], static_cast<uint32_t>(at & 3u) * 8u);
   }
 };
 
@@ -195,6 +209,25 @@ struct FmtIQ4_NL : Block32Base<quant::QuantFormat::IQ4_NL, false> {
     const uint32_t w = M::u32_a2(blk + 2 + 4 * k);
     lo = static_cast<uint32_t>(iq4_lookup4(lo_nibbles(w)));
     hi = static_cast<uint32_t>(iq4_lookup4(hi_nibbles(w)));
+  }
+};
+
+// MXFP4: an E8M0 exponent byte, then nibbles as Q4_0's, decoded through the
+// doubled E2M1 codebook; the scale, half the exponent's power of two, is
+// exact in f32 (so is the contract's offset for every exponent below 2^104).
+struct FmtMXFP4 {
+  static constexpr quant::QuantFormat kFormat = quant::QuantFormat::MXFP4;
+  static constexpr bool kMin = false;
+  static constexpr uint32_t kBlockBytes = sizeof(quant::BlockMXFP4);
+  template <class M>
+  __device__ static float scale(const uint8_t* blk) { return e8m0_half_to_float(M::u8(blk)); }
+  template <class M>
+  __device__ static float min_value(const uint8_t*) { return 0.0f; }
+  template <class M>
+  __device__ static void word(const uint8_t* blk, int k, uint32_t& lo, uint32_t& hi) {
+    const uint32_t w = M::u32_a1(blk + 1 + 4 * k);
+    lo = static_cast<uint32_t>(codebook_lookup4<MXFP4Codebook>(lo_nibbles(w)));
+    hi = static_cast<uint32_t>(codebook_lookup4<MXFP4Codebook>(hi_nibbles(w)));
   }
 };
 

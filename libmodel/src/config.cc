@@ -144,6 +144,16 @@ ModelConfig load_config(const gguf::GgufFile& file) {
     const auto factor = md.f32("rope.scaling.factor").value_or(0.0f);
     if (scaling == "linear" && factor > 0) {
       c.rope.freq_scale = 1.0f / factor;
+    } else if (scaling == "yarn") {
+      require(std::isfinite(factor) && factor >= 1.0f,
+              arch_name + ": rope.scaling.factor " + std::to_string(factor) + " must be at least 1 for YaRN");
+      c.rope.freq_scale = 1.0f / factor;
+      c.rope.yarn_orig_ctx = md.u32("rope.scaling.original_context_length").value_or(c.n_ctx_train);
+      require(c.rope.yarn_orig_ctx > 0, arch_name + ": YaRN needs rope.scaling.original_context_length");
+      c.rope.yarn_beta_fast = md.f32("rope.scaling.yarn_beta_fast").value_or(32.0f);
+      c.rope.yarn_beta_slow = md.f32("rope.scaling.yarn_beta_slow").value_or(1.0f);
+      require(c.rope.yarn_beta_fast > 0 && c.rope.yarn_beta_slow > 0,
+              arch_name + ": rope.scaling.yarn_beta_fast and yarn_beta_slow must be positive");
     } else if (scaling != "none" && scaling != "linear" && scaling != "llama3") {
       // llama3-style scaling arrives as rope_freqs.weight; others are not supported.
       throw ModelError(arch_name + ": rope scaling '" + scaling + "' is not supported");

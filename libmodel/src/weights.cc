@@ -43,15 +43,18 @@ class Binder {
     return m;
   }
 
-  // A 1-D F32 parameter of length n; other float types are converted once.
-  Vector vector(const std::string& name, uint32_t n, bool required = true) {
+  // A 1-D F32 parameter of length n (or `rows` such rows, [n, rows]: one per
+  // expert); other float types are converted once.
+  Vector vector(const std::string& name, uint32_t n, bool required = true, uint32_t rows = 1) {
     const gguf::TensorInfo* t = file_.find_tensor(name);
     if (!t) {
       if (required) throw ModelError("missing tensor '" + name + "'");
       return {};
     }
-    if (t->n_elements != n || t->ne[0] != n)
-      throw ModelError("tensor '" + name + "' has shape " + shape_text(*t) + ", expected [" + std::to_string(n) + "]");
+    if (t->n_elements != uint64_t{n} * rows || t->ne[0] != n || t->ne[1] != rows)
+      throw ModelError("tensor '" + name + "' has shape " + shape_text(*t) + ", expected [" + std::to_string(n) +
+                       (rows > 1 ? ", " + std::to_string(rows) : "") + "]");
+    n *= rows;
     if (t->type == gguf::TensorType::F32) return {reinterpret_cast<const float*>(t->data.data()), n};
     const auto format = quant::format_from_id(static_cast<uint32_t>(t->type));
     if (!format || quant::format_traits(*format).block_elems != 1)
@@ -89,6 +92,7 @@ void bind_attention(Binder& b, const ModelConfig& c, const std::string& p, Layer
   l.wo = b.matrix(p + "attn_output.weight", c.n_head * c.head_dim_v, c.n_embd);
   l.bo = b.vector(p + "attn_output.bias", c.n_embd, false);
   if (c.arch->post_norms) l.post_attn_norm = b.vector(p + "post_attention_norm.weight", c.n_embd);
+  if (c.arch->attention_sinks) l.attn_sinks = b.vector(p + "attn_sinks.weight", c.n_head);
 }
 
 void bind_ffn(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& l) {
@@ -98,6 +102,12 @@ void bind_ffn(Binder& b, const ModelConfig& c, const std::string& p, LayerWeight
       l.gate_exps = b.matrix(p + "ffn_gate_exps.weight", c.n_embd, c.n_ff_expert, true, c.n_expert);
       l.up_exps = b.matrix(p + "ffn_up_exps.weight", c.n_embd, c.n_ff_expert, true, c.n_expert);
       l.down_exps = b.matrix(p + "ffn_down_exps.weight", c.n_ff_expert, c.n_embd, true, c.n_expert);
+      if (c.arch->expert_activation == ExpertActivation::SwigluOai) {
+        l.router_bias = b.vector(p + "ffn_gate_inp.bias", c.n_expert);
+        l.gate_exps_bias = b.vector(p + "ffn_gate_exps.bias", c.n_ff_expert, true, c.n_expert);
+        l.up_exps_bias = b.vector(p + "ffn_up_exps.bias", c.n_ff_expert, true, c.n_expert);
+        l.down_exps_bias = b.vector(p + "ffn_down_exps.bias", c.n_embd, true, c.n_expert);
+      }
       return;
     case FfnKind::Gelu:
       l.w_up = b.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff);
@@ -143,7 +153,7 @@ Weights bind_weights(const gguf::GgufFile& file, const ModelConfig& c) {
     l.attn_norm = b.vector(p + "attn_norm.weight", c.n_embd);
     if (layer_norm) l.attn_norm_bias = b.vector(p + "attn_norm.bias", c.n_embd, false);
     bind_attention(b, c, p, l);
-    l.ffn_norm = b.vector(p + "ffn_norm.weight", c.n_embd);
+    l.ffn_norm = b.vector(p + std::string(c.arch->ffn_norm_name) + ".weight", c.n_embd);
     if (layer_norm) l.ffn_norm_bias = b.vector(p + "ffn_norm.bias", c.n_embd, false);
     bind_ffn(b, c, p, l);
   }

@@ -203,6 +203,16 @@ void dequantize_iq4_xs(const BlockIQ4_XS* blocks, size_t nblocks, float* out) {
   }
 }
 
+void dequantize_mxfp4(const BlockMXFP4* blocks, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; ++b, out += kQK) {
+    const float d = e8m0_to_f32_half(blocks[b].e);
+    for (int j = 0; j < kQK / 2; ++j) {
+      out[j] = d * static_cast<float>(kMXFP4Values[blocks[b].qs[j] & 0xF]);
+      out[j + kQK / 2] = d * static_cast<float>(kMXFP4Values[blocks[b].qs[j] >> 4]);
+    }
+  }
+}
+
 }  // namespace lamina::quant::ref
 
 namespace lamina::quant {
@@ -238,6 +248,7 @@ void dequantize_row_ref(QuantFormat format, const void* src, float* dst, size_t 
     case QuantFormat::Q8_K: return dequantize_q8_k(static_cast<const BlockQ8_K*>(src), nblocks, dst);
     case QuantFormat::IQ4_NL: return dequantize_iq4_nl(static_cast<const BlockIQ4_NL*>(src), nblocks, dst);
     case QuantFormat::IQ4_XS: return dequantize_iq4_xs(static_cast<const BlockIQ4_XS*>(src), nblocks, dst);
+    case QuantFormat::MXFP4: return dequantize_mxfp4(static_cast<const BlockMXFP4*>(src), nblocks, dst);
   }
   throw std::invalid_argument("dequantize_row_ref: unknown format " +
                               std::to_string(static_cast<uint32_t>(format)));

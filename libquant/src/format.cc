@@ -28,6 +28,7 @@ constexpr FormatTraits kTraits[] = {
     {F::IQ4_NL, "IQ4_NL", kQK, sizeof(BlockIQ4_NL), F::Q8_0, true},
     {F::IQ4_XS, "IQ4_XS", kQK_K, sizeof(BlockIQ4_XS), F::Q8_K, true},
     {F::BF16, "BF16", 1, 2, F::BF16, true},
+    {F::MXFP4, "MXFP4", kQK, sizeof(BlockMXFP4), F::Q8_0, true},
 };
 static_assert(std::size(kTraits) == kAllFormats.size());
 

@@ -36,7 +36,8 @@ Family family_of(QuantFormat format) {
     case QuantFormat::Q5_0:
     case QuantFormat::Q5_1:
     case QuantFormat::Q8_0:
-    case QuantFormat::IQ4_NL: return Family::kBlocks32;
+    case QuantFormat::IQ4_NL:
+    case QuantFormat::MXFP4: return Family::kBlocks32;
     case QuantFormat::Q2_K:
     case QuantFormat::Q3_K:
     case QuantFormat::Q4_K:

@@ -40,6 +40,7 @@ void quantize_row_ref(QuantFormat format, const float* src, void* dst, size_t n)
     case QuantFormat::Q8_K: return quantize_q8_k(src, nblocks, static_cast<BlockQ8_K*>(dst));
     case QuantFormat::IQ4_NL: return quantize_iq4_nl(src, nblocks, static_cast<BlockIQ4_NL*>(dst));
     case QuantFormat::IQ4_XS: return quantize_iq4_xs(src, nblocks, static_cast<BlockIQ4_XS*>(dst));
+    case QuantFormat::MXFP4: return quantize_mxfp4(src, nblocks, static_cast<BlockMXFP4*>(dst));
   }
   throw std::invalid_argument("quantize_row_ref: unknown format " +
                               std::to_string(static_cast<uint32_t>(format)));

@@ -66,6 +66,7 @@ void dequantize_q6_k(const BlockQ6_K* blocks, size_t nblocks, float* out);
 void dequantize_q8_k(const BlockQ8_K* blocks, size_t nblocks, float* out);
 void dequantize_iq4_nl(const BlockIQ4_NL* blocks, size_t nblocks, float* out);
 void dequantize_iq4_xs(const BlockIQ4_XS* blocks, size_t nblocks, float* out);
+void dequantize_mxfp4(const BlockMXFP4* blocks, size_t nblocks, float* out);
 
 void quantize_q4_0(const float* in, size_t nblocks, BlockQ4_0* blocks);
 void quantize_q4_1(const float* in, size_t nblocks, BlockQ4_1* blocks);
@@ -81,5 +82,6 @@ void quantize_q5_k(const float* in, size_t nblocks, BlockQ5_K* blocks);
 void quantize_q6_k(const float* in, size_t nblocks, BlockQ6_K* blocks);
 void quantize_iq4_nl(const float* in, size_t nblocks, BlockIQ4_NL* blocks);
 void quantize_iq4_xs(const float* in, size_t nblocks, BlockIQ4_XS* blocks);
+void quantize_mxfp4(const float* in, size_t nblocks, BlockMXFP4* blocks);
 
 }  // namespace lamina::quant::ref

@@ -1,5 +1,5 @@
 // Per-target dot kernels of the 32-value-block weight formats against Q8_0
-// (Q4_0, Q5_0, Q8_0, IQ4_NL) or Q8_1 (Q4_1, Q5_1) activations.
+// (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4) or Q8_1 (Q4_1, Q5_1) activations.
 //
 // Portable kernels (any target with 128-bit or wider vectors), one block
 // per step. Each block's integer dot is exact; it is scaled by d_w * d_a in
@@ -14,6 +14,7 @@
 #endif
 
 #include "lamina/quant/blocks.h"
+#include "lamina/quant/half.h"
 #include "simd_int8-inl.h"
 #include "simd_matmul_tiles-inl.h"
 
@@ -127,6 +128,17 @@ struct KernelIQ4_NL : PortableKernelBase {
   static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
     const I8x32 q = LookupNibbles(UnpackNibbles16(w->qs), kIQ4NLValues.data());
     const float d = F16ToF32(w->d);
+    for (size_t r = 0; r < R; ++r) q32::AccumulateSigned(q, d, rows[r], b, acc[r]);
+  }
+};
+
+// Also the MXFP4 kernel of every target: its E8M0 scale is decoded per block.
+struct KernelMXFP4 : PortableKernelBase {
+  using Block = BlockMXFP4;
+  template <size_t R>
+  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
+    const I8x32 q = LookupNibbles(UnpackNibbles16(w->qs), kMXFP4Values.data());
+    const float d = e8m0_to_f32_half(w->e);
     for (size_t r = 0; r < R; ++r) q32::AccumulateSigned(q, d, rows[r], b, acc[r]);
   }
 };

@@ -11,6 +11,7 @@
 #include "lamina/model/forward.h"
 #include "lamina/model/model.h"
 #include "lamina/model/tokenizer.h"
+#include "lamina/model/weights.h"
 #include "tool_runner.h"
 
 namespace lamina::apps_test {
@@ -53,14 +54,20 @@ TEST(SynthTokenizer, EncodesAndDecodesText) {
 
 TEST(SynthModel, LaterArchitecturePresetsRun) {
   ScratchDir dir("synth_model_load");
-  for (const std::string preset : {"tiny-mixtral", "tiny-gemma3"}) {
+  for (const std::string preset : {"tiny-mixtral", "tiny-gemma3", "tiny-gpt-oss"}) {
     SCOPED_TRACE(preset);
-    const auto model = model::Model::load(write_preset(dir, preset, {"--type", "Q4_K_M"}));
+    const std::string type = preset == "tiny-gpt-oss" ? "MXFP4_MOE" : "Q4_K_M";
+    const auto model = model::Model::load(write_preset(dir, preset, {"--type", type}));
     const model::ModelConfig& c = model->config();
     if (preset == "tiny-mixtral") {
       EXPECT_EQ(c.ffn(), model::FfnKind::MoeGatedSilu);
       EXPECT_EQ(c.n_expert, 4u);
       EXPECT_EQ(c.n_expert_used, 2u);
+    } else if (preset == "tiny-gpt-oss") {
+      EXPECT_TRUE(c.arch->attention_sinks);
+      EXPECT_EQ(c.rope.yarn_orig_ctx, 4096u);
+      EXPECT_EQ(model->weights().layers[0].gate_exps.format, quant::QuantFormat::MXFP4);
+      EXPECT_EQ(model->weights().layers[0].wq.format, quant::QuantFormat::Q8_0);
     } else {
       EXPECT_EQ(c.arch->name, "gemma3");
       EXPECT_EQ(c.sliding_window_pattern, 3u);

@@ -29,8 +29,9 @@ std::vector<fs::path> test_models() {
   for (const char* name : {"models/stories260K.gguf", "models/TinyStories-656K-Q8_0.gguf"})
     if (fs::exists(kData / name)) paths.push_back(kData / name);
   // The architectures the engine runs (archs/ also holds newer ones).
-  for (const char* arch : {"llama", "llama3", "qwen2", "qwen3", "qwen3moe", "phi3", "gpt2", "gemma2", "gemma3", "mixtral"})
-    for (const char* prec : {"f32", "q8_0", "q4_k_m"}) {
+  for (const char* arch :
+       {"llama", "llama3", "qwen2", "qwen3", "qwen3moe", "phi3", "gpt2", "gemma2", "gemma3", "mixtral", "gptoss"})
+    for (const char* prec : {"f32", "q8_0", "q4_k_m", "mxfp4_moe"}) {
       const fs::path p = kData / "archs" / (std::string(arch) + "." + prec + ".gguf");
       if (fs::exists(p)) paths.push_back(p);
     }

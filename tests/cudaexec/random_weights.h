@@ -70,7 +70,12 @@ inline std::vector<uint8_t> random_bit_weight_bytes(quant::QuantFormat format, u
   for (uint8_t& b : w) b = static_cast<uint8_t>(rng());
   std::uniform_real_distribution<float> mag(0.5f, 1.5f);
   const size_t block_bytes = quant::format_traits(format).block_bytes;
+  std::uniform_int_distribution<int> exponent(120, 130);  // MXFP4: scales 2^-8 .. 2^2
   for (size_t at = 0; at < w.size(); at += block_bytes) {
+    if (format == quant::QuantFormat::MXFP4) {
+      w[at] = static_cast<uint8_t>(exponent(rng));
+      continue;
+    }
     for (size_t field : f16_fields(format)) {
       const float sign = (rng() & 1) != 0 ? -1.0f : 1.0f;
       const uint16_t h = quant::f32_to_f16(sign * mag(rng) * 0x1p-6f);

@@ -58,7 +58,8 @@ Edit drop_tensor(const std::string& name) {
 class ArchErrors : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kArchs / "mixtral.f32.gguf") || !fs::exists(kArchs / "gemma3.f32.gguf"))
+    if (!fs::exists(kArchs / "mixtral.f32.gguf") || !fs::exists(kArchs / "gemma3.f32.gguf") ||
+        !fs::exists(kArchs / "gptoss.f32.gguf"))
       GTEST_SKIP() << "test data not found at " << kArchs;
   }
 };
@@ -93,6 +94,43 @@ TEST_F(ArchErrors, Gemma3Keys) {
             "missing tensor 'blk.2.attn_k_norm.weight'");
   EXPECT_EQ(load_error("gemma3.f32", drop_tensor("blk.0.post_ffw_norm.weight")),
             "missing tensor 'blk.0.post_ffw_norm.weight'");
+}
+
+Edit reshape_tensor(const std::string& name, uint64_t ne0, uint64_t ne1) {
+  return [=](std::vector<gguf::KeyValue>&, std::vector<gguf::TensorInfo>& tensors) {
+    for (auto& t : tensors) {
+      if (t.name == name) t.ne = {ne0, ne1, 1, 1};
+    }
+  };
+}
+
+TEST_F(ArchErrors, GptOssTensors) {
+  EXPECT_EQ(load_error("gptoss.f32", drop_tensor("blk.1.attn_sinks.weight")),
+            "missing tensor 'blk.1.attn_sinks.weight'");
+  EXPECT_EQ(load_error("gptoss.f32", drop_tensor("blk.0.ffn_gate_inp.bias")),
+            "missing tensor 'blk.0.ffn_gate_inp.bias'");
+  EXPECT_EQ(load_error("gptoss.f32", drop_tensor("blk.0.post_attention_norm.weight")),
+            "missing tensor 'blk.0.post_attention_norm.weight'");
+  EXPECT_EQ(load_error("gptoss.f32", reshape_tensor("blk.0.ffn_up_exps.bias", 64, 8)),
+            "tensor 'blk.0.ffn_up_exps.bias' has shape [64, 8], expected [128, 4]");
+  EXPECT_EQ(load_error("gptoss.mxfp4_moe", set_key("gpt-oss.expert_feed_forward_length", gguf::Value::u32(96))),
+            "tensor 'blk.0.ffn_gate_exps.weight' has shape [256, 128, 4], expected [256, 96, 4]");
+}
+
+TEST_F(ArchErrors, GptOssYarnKeys) {
+  EXPECT_EQ(load_error("gptoss.f32", set_key("gpt-oss.rope.scaling.factor", gguf::Value::f32(0.5f))),
+            "gpt-oss: rope.scaling.factor 0.500000 must be at least 1 for YaRN");
+  EXPECT_EQ(load_error("gptoss.f32", set_key("gpt-oss.rope.scaling.original_context_length", gguf::Value::u32(0))),
+            "gpt-oss: YaRN needs rope.scaling.original_context_length");
+  EXPECT_EQ(load_error("gptoss.f32", set_key("gpt-oss.rope.scaling.yarn_beta_fast", gguf::Value::f32(-1.0f))),
+            "gpt-oss: rope.scaling.yarn_beta_fast and yarn_beta_slow must be positive");
+  const auto file = gguf::GgufFile::open(kArchs / "gptoss.f32.gguf");
+  const ModelConfig c = load_config(file);
+  EXPECT_EQ(c.rope.yarn_orig_ctx, 128u);
+  EXPECT_FLOAT_EQ(c.rope.freq_scale, 1.0f / 32);
+  EXPECT_EQ(c.sliding_window, 8u);
+  EXPECT_TRUE(c.layer_uses_window(0));
+  EXPECT_FALSE(c.layer_uses_window(1));
 }
 
 // Gemma 3 27B (62 layers) scales scores by 1/sqrt(n_embd / n_head), as

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -24,6 +25,7 @@ struct Case {
   float softcap;
   uint32_t window;
   KvType type;
+  bool sinks = false;  // gpt-oss's per-head sink logits
 };
 
 const Case kCases[] = {
@@ -32,6 +34,8 @@ const Case kCases[] = {
     {"mha_ragged_dims", 3, 3, 20, 36, 0.0f, 0, KvType::F16},
     {"softcap_window", 8, 2, 32, 32, 20.0f, 100, KvType::F16},
     {"window_below_tile", 4, 1, 16, 16, 0.0f, 5, KvType::F32},
+    {"sinks_gqa4", 8, 2, 64, 64, 0.0f, 0, KvType::F32, true},
+    {"sinks_window", 4, 1, 64, 64, 0.0f, 8, KvType::F16, true},
 };
 
 struct Filled {
@@ -40,6 +44,7 @@ struct Filled {
   KvCache cache;
   std::vector<TokenInput> tokens;
   std::vector<float> q;
+  std::vector<float> sinks;  // shape.sinks points here (a move keeps the buffer)
 };
 
 constexpr uint32_t kCtx = 400;
@@ -55,7 +60,13 @@ Filled make_setup(const Case& c) {
   config.head_dim_v = c.head_dim_v;
   const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim_k, c.head_dim_v,
                              1.0f / std::sqrt(static_cast<float>(c.head_dim_k)), c.softcap, c.window};
-  Filled s{config, shape, KvCache(config, {kCtx, 2, c.type}), {}, {}};
+  Filled s{config, shape, KvCache(config, {kCtx, 2, c.type}), {}, {}, {}};
+  if (c.sinks) {
+    // Below, among and far above the scores (|score| reaches ~8 here): the
+    // sink then takes nothing, a share, or nearly all of the mass.
+    for (uint32_t h = 0; h < c.n_head; ++h) s.sinks.push_back(std::array{-6.0f, 0.5f, 4.0f, 14.0f}[h % 4]);
+    s.shape.sinks = s.sinks.data();
+  }
   std::mt19937 rng(21);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> k(config.k_dim()), v(config.v_dim());
@@ -102,6 +113,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest, ::testing::ValuesIn(kCases),
 // - the weighted sum and the sum of weights add n terms each, plus those
 //   rescalings, plus the final division.
 // So |out - exact| <= (2.02 max_j eps_j + (2n + 4 tiles + 6) 2^-24) * sum_j w_j |v_j| / sum_j w_j.
+// A sink is one more score (exact, so e = 0) with v = 0, folded in after
+// the tiles like one more rescaling and term: n and the tiles grow by one.
 TEST_P(AttentionTest, WithinF32RoundingOfReference) {
   const Filled s = make_setup(GetParam());
   quant::ThreadPool pool(2);
@@ -137,11 +150,13 @@ TEST_P(AttentionTest, WithinF32RoundingOfReference) {
         }
         score[j] = x, err[j] = e;
       }
-      const double m = *std::max_element(score.begin(), score.end());
-      double eps = 0.0;
+      const bool sink = sh.sinks != nullptr;
+      const double sink_score = sink ? double{sh.sinks[head]} : -INFINITY;
+      const double m = std::max(sink_score, *std::max_element(score.begin(), score.end()));
+      double eps = sink ? std::fabs(sink_score - m) * 0x1p-24 + 0x1p-22 : 0.0;
       for (uint32_t j = 0; j < n; ++j) eps = std::max(eps, err[j] + std::fabs(score[j] - m) * 0x1p-24 + 0x1p-22);
       std::vector<double> weighted_abs(sh.head_dim_v, 0.0);
-      double weight_sum = 0.0;
+      double weight_sum = sink ? std::exp(sink_score - m) : 0.0;
       for (uint32_t j = 0; j < n; ++j) {
         s.cache.load_v(tok.seq, 1, p0 + j, 1, v.data());
         const double w = std::exp(score[j] - m);
@@ -150,7 +165,8 @@ TEST_P(AttentionTest, WithinF32RoundingOfReference) {
       }
       for (uint32_t d = 0; d < sh.head_dim_v; ++d) {
         const std::size_t i = (t * sh.n_head + head) * sh.head_dim_v + d;
-        const double bound = (2.02 * eps + (2.0 * n + 4.0 * tiles + 6.0) * 0x1p-24) * weighted_abs[d] / weight_sum;
+        const double terms = n + (sink ? 1.0 : 0.0), folds = tiles + (sink ? 1.0 : 0.0);
+        const double bound = (2.02 * eps + (2.0 * terms + 4.0 * folds + 6.0) * 0x1p-24) * weighted_abs[d] / weight_sum;
         ASSERT_NEAR(got[i], want[i], bound) << "token " << t << " pos " << tok.pos << " head " << head << " d " << d;
       }
     }

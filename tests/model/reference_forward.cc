@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -85,6 +86,24 @@ bool is_local_layer(const ModelConfig& c, size_t il) {
   return false;
 }
 
+// YaRN as archs/README.md states it: pair i keeps the share r_i of its
+// unscaled angle and takes 1 - r_i of the angle divided by the factor, r_i
+// falling linearly from 1 to 0 between the pairs that turn 32 and 1 times
+// over the original context; returned as rope_freqs-style divisors.
+Vector yarn_divisors(const ModelConfig& c) {
+  const auto pair_at = [&](double turns) {
+    return c.n_rot * std::log(c.yarn_orig_ctx / (turns * 2 * std::numbers::pi)) / (2 * std::log(c.rope_base));
+  };
+  const double low = std::max(0.0, std::floor(pair_at(32)));
+  const double high = std::min(c.n_rot - 1.0, std::ceil(pair_at(1)));
+  Vector divisors(c.n_rot / 2);
+  for (size_t i = 0; i < divisors.size(); ++i) {
+    const double r = 1.0 - std::clamp((static_cast<double>(i) - low) / std::max(0.001, high - low), 0.0, 1.0);
+    divisors[i] = static_cast<float>(1.0 / (r + (1.0 - r) / c.yarn_factor));
+  }
+  return divisors;
+}
+
 // Per-head RMSNorm (qwen3) and RoPE, in place, for `n_heads` heads.
 void position_heads(const ModelState& s, Activations& x, size_t n_heads, const Vector& head_norm,
                     size_t pos, size_t il) {
@@ -100,7 +119,14 @@ void position_heads(const ModelState& s, Activations& x, size_t n_heads, const V
       std::copy(normed.begin(), normed.end(), head.begin());
     }
     if (c.arch.rope == RopeKind::Norm) rope_norm(head, scaled_pos, c.n_rot, base, s.weights.rope_freqs);
-    if (c.arch.rope == RopeKind::Neox) rope_neox(head, scaled_pos, c.n_rot, base, s.weights.rope_freqs);
+    if (c.arch.rope == RopeKind::Neox && c.yarn_factor > 0) {
+      // The divisors round to f32; at ~1e-7 relative that is far below the checks.
+      rope_neox(head, scaled_pos, c.n_rot, base, yarn_divisors(c));
+      const double magnitude = 1.0 + 0.1 * std::log(c.yarn_factor);
+      for (size_t i = 0; i < c.n_rot; ++i) head[i] *= magnitude;
+    } else if (c.arch.rope == RopeKind::Neox) {
+      rope_neox(head, scaled_pos, c.n_rot, base, s.weights.rope_freqs);
+    }
   }
 }
 
@@ -108,7 +134,7 @@ void position_heads(const ModelState& s, Activations& x, size_t n_heads, const V
 // cache (which already holds this position), with GQA, optional logit
 // softcap and optional sliding window. Returns [n_head * head_dim_v].
 Activations attention(const ModelState& s, const Activations& q, const LayerCache& cache,
-                      bool sliding) {
+                      bool sliding, const Vector& sinks) {
   const ModelConfig& c = s.config;
   const size_t pos = cache.keys.size() - 1;
   const size_t first = sliding && pos + 1 > c.sliding_window ? pos + 1 - c.sliding_window : 0;
@@ -125,6 +151,8 @@ Activations attention(const ModelState& s, const Activations& q, const LayerCach
       if (c.attn_softcap > 0.0) score = softcap(score, c.attn_softcap);
       scores.push_back(score);
     }
+    // A sink is one more score whose probability is dropped.
+    if (!sinks.empty()) scores.push_back(sinks[h]);
     softmax(scores);
     double* oh = out.data() + h * c.head_dim_v;
     for (size_t p = first; p <= pos; ++p) {
@@ -146,7 +174,7 @@ Activations attention_block(ModelState& s, size_t il, const Activations& x) {
   cache.keys.push_back(std::move(qkv.k));
   cache.values.push_back(std::move(qkv.v));
   const bool sliding = is_local_layer(c, il);
-  const Activations heads = attention(s, qkv.q, cache, sliding);
+  const Activations heads = attention(s, qkv.q, cache, sliding, l.attn_sinks);
   return matvec(l.wo, heads, quantize_activations(s), l.bo);
 }
 
@@ -158,11 +186,25 @@ Activations gated_ffn(const ModelState& s, const Activations& gate, const Activa
   return matvec(down, h, quantize_activations(s));
 }
 
-// Softmax router, top-k experts, their weights renormalised to sum to 1.
+// gpt-oss's expert: biases on all three projections and the clamped SwiGLU.
+Activations oai_expert(const ModelState& s, const LayerWeights& l, size_t e, const Activations& x) {
+  const bool q8 = quantize_activations(s);
+  const Activations gate = matvec(l.expert_gate[e], x, q8, l.expert_gate_bias[e]);
+  const Activations up = matvec(l.expert_up[e], x, q8, l.expert_up_bias[e]);
+  Activations a(gate.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double g = std::min(gate[i], 7.0);
+    a[i] = g / (1.0 + std::exp(-1.702 * g)) * (std::clamp(up[i], -7.0, 7.0) + 1.0);
+  }
+  return matvec(l.expert_down[e], a, q8, l.expert_down_bias[e]);
+}
+
+// Softmax router, top-k experts, their weights renormalised to sum to 1
+// (for gpt-oss the same as a softmax over the top-k logits).
 Activations mixture_of_experts(const ModelState& s, const LayerWeights& l, const Activations& x) {
   const ModelConfig& c = s.config;
   const bool q8 = quantize_activations(s);
-  Activations probs = matvec(l.router, x, q8);
+  Activations probs = matvec(l.router, x, q8, l.router_bias);
   softmax(probs);
   std::vector<size_t> order(c.n_expert);
   std::iota(order.begin(), order.end(), size_t{0});
@@ -173,9 +215,9 @@ Activations mixture_of_experts(const ModelState& s, const LayerWeights& l, const
 
   Activations out(c.n_embd, 0.0);
   for (size_t e : order) {
-    const Activations gate = matvec(l.expert_gate[e], x, q8);
-    const Activations up = matvec(l.expert_up[e], x, q8);
-    const Activations y = gated_ffn(s, gate, up, l.expert_down[e]);
+    const Activations y = c.arch.oai_experts ? oai_expert(s, l, e, x)
+                                             : gated_ffn(s, matvec(l.expert_gate[e], x, q8),
+                                                         matvec(l.expert_up[e], x, q8), l.expert_down[e]);
     for (size_t i = 0; i < out.size(); ++i) out[i] += probs[e] / total * y[i];
   }
   return out;

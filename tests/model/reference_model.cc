@@ -14,7 +14,7 @@ using gguf::TensorInfo;
 
 // One row per supported architecture. Columns: norm, rope, ffn, activation,
 // then the optional features by name.
-const std::array<ArchTraits, 8> kArchitectures = {{
+const std::array<ArchTraits, 9> kArchitectures = {{
     {.name = "llama", .norm = NormKind::Rms, .rope = RopeKind::Norm,
      .ffn = FfnKind::Gated, .activation = Activation::Silu},
     {.name = "qwen2", .norm = NormKind::Rms, .rope = RopeKind::Neox,
@@ -34,6 +34,10 @@ const std::array<ArchTraits, 8> kArchitectures = {{
     {.name = "gemma3", .norm = NormKind::Rms, .rope = RopeKind::Neox,
      .ffn = FfnKind::Gated, .activation = Activation::Gelu, .qk_norm = true, .post_norms = true,
      .scale_embeddings = true, .sliding_window_pattern = true},
+    {.name = "gpt-oss", .norm = NormKind::Rms, .rope = RopeKind::Neox,
+     .ffn = FfnKind::MixtureOfExperts, .activation = Activation::Silu,
+     .sliding_window_on_even_layers = true, .attention_sinks = true, .oai_experts = true,
+     .ffn_norm = "post_attention_norm"},
 }};
 
 // Metadata lookups under the architecture's prefix.
@@ -99,6 +103,16 @@ class WeightLoader {
     return dequantize_rows(*t, 0, 1).values;
   }
 
+  // The per-expert rows of a 2-D bias [n, n_expert].
+  std::vector<Vector> expert_biases(const std::string& name, size_t n, size_t n_expert) const {
+    const TensorInfo& t = file_.tensor(name);
+    require(t.n_dims == 2 && t.ne[0] == n && t.ne[1] == n_expert, "tensor " + name + ": unexpected bias shape");
+    const Matrix all = dequantize_rows(t, 0, n_expert);
+    std::vector<Vector> out;
+    for (size_t e = 0; e < n_expert; ++e) out.emplace_back(all.row(e), all.row(e) + n);
+    return out;
+  }
+
   // The per-expert matrices of a 3-D tensor [cols, rows, n_expert].
   std::vector<Matrix> experts(const std::string& name, size_t cols, size_t rows,
                               size_t n_expert) const {
@@ -150,7 +164,8 @@ LayerWeights load_layer(const WeightLoader& w, const ModelConfig& c, uint32_t il
     l.post_ffw_norm = w.vector(p + "post_ffw_norm.weight", c.n_embd);
   }
 
-  l.ffn_norm = w.vector(p + "ffn_norm.weight", c.n_embd);
+  l.ffn_norm = w.vector(p + std::string(a.ffn_norm) + ".weight", c.n_embd);
+  if (a.attention_sinks) l.attn_sinks = w.vector(p + "attn_sinks.weight", c.n_head);
   l.ffn_norm_bias = w.vector(p + "ffn_norm.bias", c.n_embd, !layer_norm);
   switch (a.ffn) {
     case FfnKind::Gated:
@@ -171,6 +186,12 @@ LayerWeights load_layer(const WeightLoader& w, const ModelConfig& c, uint32_t il
       l.expert_gate = w.experts(p + "ffn_gate_exps.weight", c.n_embd, c.n_ff_expert, c.n_expert);
       l.expert_up = w.experts(p + "ffn_up_exps.weight", c.n_embd, c.n_ff_expert, c.n_expert);
       l.expert_down = w.experts(p + "ffn_down_exps.weight", c.n_ff_expert, c.n_embd, c.n_expert);
+      if (a.oai_experts) {
+        l.router_bias = w.vector(p + "ffn_gate_inp.bias", c.n_expert);
+        l.expert_gate_bias = w.expert_biases(p + "ffn_gate_exps.bias", c.n_ff_expert, c.n_expert);
+        l.expert_up_bias = w.expert_biases(p + "ffn_up_exps.bias", c.n_ff_expert, c.n_expert);
+        l.expert_down_bias = w.expert_biases(p + "ffn_down_exps.bias", c.n_embd, c.n_expert);
+      }
       break;
   }
   l.ffn_up_bias = w.vector(p + "ffn_up.bias", c.n_ff, true);
@@ -218,9 +239,14 @@ ModelConfig read_config(const GgufFile& file) {
     c.window_period = h.u32_or("attention.sliding_window_pattern", 6);
     c.rope_base_swa = h.f32_or("rope.freq_base_swa", 10000.0);  // llama.cpp's gemma3 default
   }
-  if (file.contains(std::string(arch) + ".rope.scaling.type") &&
-      file.get_string(std::string(arch) + ".rope.scaling.type") == "linear")
-    c.rope_scale = 1.0 / h.f32("rope.scaling.factor");
+  const std::string scaling = file.contains(std::string(arch) + ".rope.scaling.type")
+                                  ? file.get_string(std::string(arch) + ".rope.scaling.type")
+                                  : "none";
+  if (scaling == "linear") c.rope_scale = 1.0 / h.f32("rope.scaling.factor");
+  if (scaling == "yarn") {
+    c.yarn_factor = h.f32("rope.scaling.factor");
+    c.yarn_orig_ctx = h.u32("rope.scaling.original_context_length");
+  }
   // llama.cpp's llama loader switches to experts when expert_count > 0
   // (Mixtral), whose width is then feed_forward_length.
   if (c.arch.name == "llama" && h.u32_or("expert_count", 0) > 0) c.arch.ffn = FfnKind::MixtureOfExperts;

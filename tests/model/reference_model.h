@@ -42,6 +42,12 @@ struct ArchTraits {
   // gemma3: layer il is local iff il % P < P - 1 (P: sliding_window_pattern,
   // 6 when absent); local layers rotate with rope.freq_base_swa, unscaled.
   bool sliding_window_pattern = false;
+  // gpt-oss: a sink logit per head in every softmax denominator; a router
+  // bias; experts with biases and the clamped SwiGLU; the pre-FFN norm
+  // stored as post_attention_norm.
+  bool attention_sinks = false;
+  bool oai_experts = false;
+  std::string_view ffn_norm = "ffn_norm";
 };
 
 // The table entry for `arch` ("llama", "qwen2", ...); throws std::runtime_error
@@ -69,6 +75,8 @@ struct ModelConfig {
   double attn_softcap = 0.0;   // 0: none
   double final_softcap = 0.0;  // 0: none
   uint32_t sliding_window = 0;
+  double yarn_factor = 0.0;     // rope.scaling.factor with YaRN; 0: no YaRN
+  uint32_t yarn_orig_ctx = 0;   // rope.scaling.original_context_length
   uint32_t n_expert = 0;
   uint32_t n_expert_used = 0;
   uint32_t n_ff_expert = 0;
@@ -104,6 +112,9 @@ struct LayerWeights {
   Vector post_ffw_norm;
   Matrix router;  // ffn_gate_inp
   std::vector<Matrix> expert_gate, expert_up, expert_down;
+  Vector attn_sinks;  // gpt-oss (empty elsewhere), as the biases below
+  Vector router_bias;
+  std::vector<Vector> expert_gate_bias, expert_up_bias, expert_down_bias;
 };
 
 struct ModelWeights {

@@ -77,7 +77,8 @@ HWY_TARGET_INSTANTIATE_TEST_SUITE_P_T(
                                     QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q5_0,
                                     QuantFormat::Q5_1, QuantFormat::Q8_0, QuantFormat::Q2_K,
                                     QuantFormat::Q3_K, QuantFormat::Q4_K, QuantFormat::Q5_K,
-                                    QuantFormat::Q6_K, QuantFormat::IQ4_NL, QuantFormat::IQ4_XS));
+                                    QuantFormat::Q6_K, QuantFormat::IQ4_NL, QuantFormat::IQ4_XS,
+                                    QuantFormat::MXFP4));
 
 TEST_P(KernelMatmul, MatchesReferenceWithOneAndTwoThreads) {
   const QuantFormat wfmt = GetParam();

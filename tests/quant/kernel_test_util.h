@@ -90,6 +90,10 @@ inline std::vector<uint8_t> random_weights(QuantFormat format, size_t n_rows, si
     case QuantFormat::Q6_K: randomize_blocks<BlockQ6_K>(w.data(), n_blocks, d); break;
     case QuantFormat::IQ4_NL: randomize_blocks<BlockIQ4_NL>(w.data(), n_blocks, d); break;
     case QuantFormat::IQ4_XS: randomize_blocks<BlockIQ4_XS>(w.data(), n_blocks, d); break;
+    case QuantFormat::MXFP4:  // exponents 2^-10 .. 2^5 around the f16 scales' range
+      randomize_blocks<BlockMXFP4>(w.data(), n_blocks,
+                                   [&](BlockMXFP4& blk) { blk.e = static_cast<uint8_t>(118 + rng() % 16); });
+      break;
     default: ADD_FAILURE() << "no random weights for this format"; break;
   }
   return w;

@@ -43,13 +43,24 @@ std::vector<SynthTensor> model_tensors(const ModelPreset& p) {
       add(t, blk + "attn_k_norm.weight", {p.head_dim()});
     }
     add(t, blk + "attn_output.weight", {q_width, embd});
-    if (p.gemma3()) add(t, blk + "post_attention_norm.weight", {embd});
-    add(t, blk + "ffn_norm.weight", {embd});
+    if (p.gpt_oss()) {
+      add(t, blk + "attn_output.bias", {embd});
+      add(t, blk + "attn_sinks.weight", {p.n_head});
+    }
+    // gpt-oss names its pre-FFN norm post_attention_norm.
+    if (p.gemma3() || p.gpt_oss()) add(t, blk + "post_attention_norm.weight", {embd});
+    if (!p.gpt_oss()) add(t, blk + "ffn_norm.weight", {embd});
     if (p.n_expert > 0) {
       add(t, blk + "ffn_gate_inp.weight", {embd, p.n_expert});
       add(t, blk + "ffn_gate_exps.weight", {embd, p.n_ff, p.n_expert});
       add(t, blk + "ffn_up_exps.weight", {embd, p.n_ff, p.n_expert});
       add(t, blk + "ffn_down_exps.weight", {uint64_t{p.n_ff}, embd, p.n_expert});
+      if (p.gpt_oss()) {
+        add(t, blk + "ffn_gate_inp.bias", {p.n_expert});
+        add(t, blk + "ffn_gate_exps.bias", {p.n_ff, p.n_expert});
+        add(t, blk + "ffn_up_exps.bias", {p.n_ff, p.n_expert});
+        add(t, blk + "ffn_down_exps.bias", {embd, p.n_expert});
+      }
     } else {
       add(t, blk + "ffn_gate.weight", {embd, p.n_ff});
       add(t, blk + "ffn_up.weight", {embd, p.n_ff});
@@ -87,6 +98,16 @@ void add_model_metadata(const ModelPreset& p, const BpeVocab& vocab,
   if (p.n_expert > 0) {
     w.set(k + "expert_count", Value::u32(p.n_expert));
     w.set(k + "expert_used_count", Value::u32(p.n_expert_used));
+  }
+  if (p.gpt_oss()) {
+    w.set(k + "expert_feed_forward_length", Value::u32(p.n_ff));
+    w.set(k + "attention.key_length", Value::u32(p.head_dim()));
+    w.set(k + "attention.value_length", Value::u32(p.head_dim()));
+    w.set(k + "attention.sliding_window", Value::u32(p.sliding_window));
+    // YaRN x32 over gpt-oss's original 4096 positions.
+    w.set(k + "rope.scaling.type", Value::string("yarn"));
+    w.set(k + "rope.scaling.factor", Value::f32(32.0f));
+    w.set(k + "rope.scaling.original_context_length", Value::u32(4096));
   }
   if (p.gemma3()) {
     w.set(k + "attention.key_length", Value::u32(p.head_dim()));

@@ -69,6 +69,8 @@ constexpr std::array kPresets = {
                 &kTinyTokenizer, 4, 2},
     ModelPreset{"tiny-gemma3", "gemma3", 3, 256, 4, 1, 512, 1024, 2048, 1e6f, 1e-6f, false, true,
                 &kTinyTokenizer, 0, 0, 64, 16, 3, 1e4f},
+    ModelPreset{"tiny-gpt-oss", "gpt-oss", 2, 256, 4, 1, 128, 1024, 4096, 1.5e5f, 1e-5f, true, false,
+                &kTinyTokenizer, 4, 2, 64, 8},
     ModelPreset{"qwen2-0.5b", "qwen2", 24, 896, 14, 2, 4864, 151936, 32768, 1e6f, 1e-6f, true,
                 true, &kQwen2Tokenizer},
     ModelPreset{"qwen2-1.5b", "qwen2", 28, 1536, 12, 2, 8960, 151936, 32768, 1e6f, 1e-6f, true,
@@ -84,6 +86,11 @@ constexpr std::array kPresets = {
     // Gemma 3 4B (text): head_dim 256, window 1024, one global layer in 6.
     ModelPreset{"gemma3-4b", "gemma3", 34, 2560, 8, 4, 10240, 262144, 131072, 1e6f, 1e-6f, false,
                 true, &kLlama3Tokenizer, 0, 0, 256, 1024, 6, 1e4f},
+    // gpt-oss-20b: 24 layers of 2880, 64 query heads of 64 over 8 KV heads,
+    // 32 experts of width 2880 (4 used), window 128 on even layers; its
+    // o200k vocabulary size with a byte-level BPE of our own.
+    ModelPreset{"gpt-oss-20b", "gpt-oss", 24, 2880, 64, 8, 2880, 201088, 131072, 1.5e5f, 1e-5f, true,
+                false, &kLlama3Tokenizer, 32, 4, 64, 128},
 };
 
 }  // namespace

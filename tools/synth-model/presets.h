@@ -48,6 +48,9 @@ struct ModelPreset {
 
   uint32_t head_dim() const { return head_dim_override ? head_dim_override : n_embd / n_head; }
   bool gemma3() const { return arch == "gemma3"; }
+  // gpt-oss: attention sinks, biases everywhere, YaRN and the window on even
+  // layers come with the architecture (qkv_bias must be set).
+  bool gpt_oss() const { return arch == "gpt-oss"; }
 };
 
 std::span<const ModelPreset> all_presets();

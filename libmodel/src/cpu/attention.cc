@@ -115,12 +115,24 @@ void Attention::run_rows(const AttentionShape& shape, const KvCache& cache, uint
           }
         }
       }
-      // The weights stay unnormalized; the output is divided once.
+      // The weights stay unnormalized; the output is divided once. A sink
+      // joins the sum last, after every tile, so it too depends only on
+      // the query's own positions.
       for (std::size_t t = t0; t < t1; ++t) {
         for (uint32_t g = 0; g < group; ++g) {
           const std::size_t query = (t - t0) * group + g;
+          float* acc = s.acc.data() + query * shape.head_dim_v;
+          if (shape.sinks != nullptr) {
+            const float sink = shape.sinks[kv_head * group + g];
+            if (sink > s.max[query]) {
+              const float factor = std::exp(s.max[query] - sink);
+              s.sum[query] *= factor;
+              for (uint32_t d = 0; d < shape.head_dim_v; ++d) acc[d] *= factor;
+              s.max[query] = sink;
+            }
+            s.sum[query] += std::exp(sink - s.max[query]);
+          }
           const float inv = 1.0f / s.sum[query];
-          const float* acc = s.acc.data() + query * shape.head_dim_v;
           float* oh = out + t * out_stride + std::size_t{kv_head * group + g} * shape.head_dim_v;
           for (uint32_t d = 0; d < shape.head_dim_v; ++d) oh[d] = acc[d] * inv;
         }
@@ -149,8 +161,9 @@ void attention_reference(const AttentionShape& shape, const KvCache& cache, uint
         if (shape.softcap > 0.0f) dot = shape.softcap * std::tanh(dot / shape.softcap);
         scores.push_back(dot);
       }
-      const double max = *std::max_element(scores.begin(), scores.end());
-      double sum = 0.0;
+      const double sink = shape.sinks != nullptr ? double{shape.sinks[head]} : -INFINITY;
+      const double max = std::max(sink, *std::max_element(scores.begin(), scores.end()));
+      double sum = std::exp(sink - max);
       for (double& x : scores) sum += x = std::exp(x - max);
       double* oh = out + (t * shape.n_head + head) * shape.head_dim_v;
       std::fill(oh, oh + shape.head_dim_v, 0.0);

@@ -21,10 +21,13 @@ struct AttentionShape {
   float scale;    // applied to q.k
   float softcap;  // 0: none
   uint32_t window;  // 0: all earlier positions; else p - p' < window
+  // Per head: a logit that joins the softmax's denominator and adds no
+  // value (gpt-oss's attention sinks); null: none.
+  const float* sinks = nullptr;
 };
 
 // For each token t and head h: out[t][h] = softmax over visible cache
-// positions of (q[t][h] . k) * scale, times v. The cache's rows are read
+// positions of (q[t][h] . k) * scale (and the head's sink, if any), times v. The cache's rows are read
 // where they lie, f32 or f16 (widened in registers).
 //
 // Tiled: the positions go by tiles of kTilePositions, starting at multiples

@@ -36,7 +36,7 @@ struct CpuForward::State {
   void ffn_block(uint32_t layer, std::size_t n);
   // Rotates with the windowed layers' tables when `swa` (gemma3's second base).
   void rope(float* rows, std::size_t stride, uint32_t n_heads, std::span<const TokenInput> batch, bool swa);
-  void rope_tables(std::span<const TokenInput> batch, const std::vector<double>& freqs,
+  void rope_tables(std::span<const TokenInput> batch, const std::vector<double>& freqs, double magnitude,
                    std::vector<double>& cos_out, std::vector<double>& sin_out) const;
   void head_norm(float* rows, uint32_t n_heads, std::size_t n, const Vector& w) const;
   float gelu(float x) const { return options.exact_activations ? cpu::gelu_tanh(x) : cpu::gelu_f16_table(x); }
@@ -51,6 +51,7 @@ struct CpuForward::State {
   cpu::Attention attention;
   cpu::MixtureOfExperts moe;
   std::vector<double> inv_freq;      // rope_inverse_frequencies
+  double rope_magnitude = 1.0;       // rope_magnitude (YaRN's growth of cos and sin)
   std::vector<double> inv_freq_swa;  // the windowed layers' own base (empty: none)
 
   // Workspace, sized once for max_batch rows.
@@ -116,6 +117,7 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
   up.resize(B * ff);
   row_tmp.resize(c.n_embd);
   inv_freq = rope_inverse_frequencies(c, w, false);
+  rope_magnitude = model::rope_magnitude(c);
   inv_freq_swa = rope_inverse_frequencies(c, w, true);
   cos_t.resize(B * inv_freq.size());
   sin_t.resize(B * inv_freq.size());
@@ -182,13 +184,14 @@ void CpuForward::State::rope(float* rows, std::size_t stride, uint32_t n_heads, 
 }
 
 void CpuForward::State::rope_tables(std::span<const TokenInput> batch, const std::vector<double>& freqs,
-                                    std::vector<double>& cos_out, std::vector<double>& sin_out) const {
+                                    double magnitude, std::vector<double>& cos_out,
+                                    std::vector<double>& sin_out) const {
   const std::size_t half = freqs.size();
   for (std::size_t t = 0; t < batch.size(); ++t) {
     for (std::size_t i = 0; i < half; ++i) {
       const double theta = static_cast<double>(batch[t].pos) * freqs[i];
-      cos_out[t * half + i] = std::cos(theta);
-      sin_out[t * half + i] = std::sin(theta);
+      cos_out[t * half + i] = magnitude * std::cos(theta);
+      sin_out[t * half + i] = magnitude * std::sin(theta);
     }
   }
 }
@@ -241,7 +244,8 @@ void CpuForward::State::attention_block(uint32_t layer, std::span<const TokenInp
                                   c.head_dim_v,
                                   c.attn_scale,
                                   c.attn_softcap,
-                                  c.layer_uses_window(layer) ? c.sliding_window : 0};
+                                  c.layer_uses_window(layer) ? c.sliding_window : 0,
+                                  l.attn_sinks ? l.attn_sinks.data : nullptr};
   attention.run(shape, cache, layer, batch, q.data(), attn_out.data(), pool);
 
   linear.apply(l.wo, attn_out.data(), n, proj.data());
@@ -310,8 +314,8 @@ void CpuForward::State::step(std::span<const TokenInput> batch, float* logits_ou
   const std::size_t n = batch.size();
   embed(batch);
   if (c.rope.kind != RopeKind::None) {
-    rope_tables(batch, inv_freq, cos_t, sin_t);
-    if (!inv_freq_swa.empty()) rope_tables(batch, inv_freq_swa, cos_swa, sin_swa);
+    rope_tables(batch, inv_freq, rope_magnitude, cos_t, sin_t);
+    if (!inv_freq_swa.empty()) rope_tables(batch, inv_freq_swa, 1.0, cos_swa, sin_swa);
   }
   if (after_layer) after_layer(-1);
   for (uint32_t layer = 0; layer < c.n_layer; ++layer) {

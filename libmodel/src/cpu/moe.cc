@@ -28,6 +28,9 @@ MixtureOfExperts::MixtureOfExperts(const ModelConfig& config, uint32_t max_batch
 void MixtureOfExperts::run(const LayerWeights& l, const float* h, std::size_t n, float* out, Linear& linear) {
   const uint32_t E = c_.n_expert, K = c_.n_expert_used, D = c_.n_embd, F = c_.n_ff_expert;
   linear.apply(l.router, h, n, router_logits_.data());
+  if (l.router_bias) {
+    for (std::size_t t = 0; t < n; ++t) add_in_place(router_logits_.data() + t * E, l.router_bias.data, E);
+  }
 
   route_experts(router_logits_.data(), n, E, K, order_.data(), chosen_.data(), chosen_w_.data());
 
@@ -47,8 +50,21 @@ void MixtureOfExperts::run(const LayerWeights& l, const float* h, std::size_t n,
     for (std::size_t i = 0; i < m; ++i) std::copy(h + rows_[i] * D, h + rows_[i] * D + D, in_.data() + i * D);
     const Matrix gate_e = l.gate_exps.expert(e), up_e = l.up_exps.expert(e), down_e = l.down_exps.expert(e);
     linear.apply_shared({{&gate_e, gate_.data()}, {&up_e, up_.data()}}, in_.data(), m);
-    silu_mul(gate_.data(), up_.data(), gate_.data(), m * F);
+    if (c_.arch->expert_activation == ExpertActivation::SwigluOai) {
+      for (std::size_t i = 0; i < m; ++i) {
+        float* g = gate_.data() + i * F;
+        const float* u = up_.data() + i * F;
+        add_in_place(g, l.gate_exps_bias.data + std::size_t{e} * F, F);
+        add_in_place(up_.data() + i * F, l.up_exps_bias.data + std::size_t{e} * F, F);
+        for (uint32_t j = 0; j < F; ++j) g[j] = swiglu_oai(g[j], u[j]);
+      }
+    } else {
+      silu_mul(gate_.data(), up_.data(), gate_.data(), m * F);
+    }
     linear.apply(down_e, gate_.data(), m, down_.data());
+    if (l.down_exps_bias) {
+      for (std::size_t i = 0; i < m; ++i) add_in_place(down_.data() + i * D, l.down_exps_bias.data + std::size_t{e} * D, D);
+    }
     for (std::size_t i = 0; i < m; ++i) {
       const std::size_t t = rows_[i];
       const float weight = chosen_w_[t * K + ranks_[i]];

@@ -1,5 +1,6 @@
-// Mixture-of-experts FFN: a softmax router picks the top experts per token,
-// their gated-SiLU outputs are mixed with the renormalised router weights.
+// Mixture-of-experts FFN: a softmax router (with gpt-oss's bias) picks the top
+// experts per token, their gated outputs (SiLU, or gpt-oss's clamped SwiGLU
+// with biases) are mixed with the renormalised router weights.
 #pragma once
 
 #include <cstdint>

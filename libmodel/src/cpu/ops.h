@@ -3,6 +3,7 @@
 // stay plain loops that the compiler vectorizes.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -85,6 +86,17 @@ float gelu_f16_table(float x);
 // That table: 65536 f16 results indexed by the f16 bits of the input (valid
 // for -10 < x < 10; beyond, GELU is 0 or x).
 const uint16_t* gelu_f16_table_data();
+
+// gpt-oss's expert activation: the gate capped at 7, the up projection
+// clamped to +-7 and shifted by 1 (both constants are the model's, not the
+// file's: GGUF and config.json give them no keys llama.cpp reads).
+inline float swiglu_oai(float gate, float up) {
+  constexpr double kAlpha = 1.702;
+  constexpr double kLimit = 7.0;
+  const double g = std::min<double>(gate, kLimit);
+  const double u = std::clamp<double>(up, -kLimit, kLimit);
+  return static_cast<float>(g / (1.0 + std::exp(-kAlpha * g)) * (u + 1.0));
+}
 
 inline float softcap(float x, float cap) { return static_cast<float>(cap * std::tanh(double{x} / cap)); }
 

@@ -30,7 +30,9 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
   const FfnKind ffn = c.ffn();
   d.ffn = ffn == FfnKind::GatedSilu      ? cudaexec::FfnKind::GatedSilu
           : ffn == FfnKind::GatedGelu    ? cudaexec::FfnKind::GatedGelu
-          : ffn == FfnKind::MoeGatedSilu ? cudaexec::FfnKind::MoeGatedSilu
+          : ffn == FfnKind::MoeGatedSilu ? (a.expert_activation == ExpertActivation::SwigluOai
+                                                ? cudaexec::FfnKind::MoeSwigluOai
+                                                : cudaexec::FfnKind::MoeGatedSilu)
                                          : cudaexec::FfnKind::Gelu;
   d.n_expert = c.n_expert;
   d.n_expert_used = c.n_expert_used;
@@ -48,6 +50,7 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
   d.rope_dims = c.rope.n_dims;
   d.rope_inv_freq = rope_inverse_frequencies(c, w, false);
   d.rope_inv_freq_local = rope_inverse_frequencies(c, w, true);
+  d.rope_magnitude = rope_magnitude(c);
   d.attn_scale = c.attn_scale;
   d.attn_softcap = c.attn_softcap;
   d.final_softcap = c.final_softcap;
@@ -90,6 +93,11 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
     g.gate_exps = matrix(l.gate_exps);
     g.up_exps = matrix(l.up_exps);
     g.down_exps = matrix(l.down_exps);
+    g.router_bias = vector(l.router_bias);
+    g.gate_exps_bias = vector(l.gate_exps_bias);
+    g.up_exps_bias = vector(l.up_exps_bias);
+    g.down_exps_bias = vector(l.down_exps_bias);
+    g.attn_sinks = vector(l.attn_sinks);
     g.sliding_window = c.layer_uses_window(i) ? c.sliding_window : 0;
     g.rope_local = c.layer_uses_swa_rope(i);
   }

@@ -14,7 +14,10 @@ namespace lamina::cudaexec {
 
 enum class NormKind : uint8_t { Rms, Layer };
 enum class RopeKind : uint8_t { None, Norm, Neox };  // Norm: pairs (2i, 2i+1); Neox: (i, i + d/2)
-enum class FfnKind : uint8_t { GatedSilu, GatedGelu, Gelu, MoeGatedSilu };
+// MoeSwigluOai: experts with biases and gpt-oss's clamped SwiGLU,
+// min(g, 7) * sigmoid(1.702 min(g, 7)) * (clamp(u, -7, 7) + 1).
+enum class FfnKind : uint8_t { GatedSilu, GatedGelu, Gelu, MoeGatedSilu, MoeSwigluOai };
+inline bool is_mixture_of_experts(FfnKind k) { return k == FfnKind::MoeGatedSilu || k == FfnKind::MoeSwigluOai; }
 
 // n_out rows of n_in values in `format`, contiguous (ggml [n_in, n_out]);
 // for expert tensors, n_expert such matrices one after the other.
@@ -47,9 +50,11 @@ struct LAMINA_CUDAEXEC_API LayerDesc {
   HostMatrix w_gate, w_up, w_down;  // w_up holds [gate; up] when w_gate is empty (fused)
   HostVector b_up, b_down;
   HostVector post_ffn_norm;
-  // Mixture of experts (FfnKind::MoeGatedSilu): router [n_embd -> n_expert]
-  // and the experts' gate/up/down matrices.
+  // Mixture of experts: router [n_embd -> n_expert] and the experts'
+  // gate/up/down matrices; optional biases (an expert stack's: n_expert rows
+  // of its output width, one after another).
   HostMatrix router, gate_exps, up_exps, down_exps;
+  HostVector router_bias, gate_exps_bias, up_exps_bias, down_exps_bias;
   uint32_t sliding_window = 0;  // 0: attends to every earlier position
   bool rope_local = false;      // rotates with ModelDesc::rope_inv_freq_local
 };
@@ -66,6 +71,7 @@ struct LAMINA_CUDAEXEC_API ModelDesc {
   // Per rotated pair, the angle per position (rope_dims / 2 values); the
   // local one for layers with rope_local (a second base, gemma3).
   std::vector<double> rope_inv_freq, rope_inv_freq_local;
+  double rope_magnitude = 1.0;  // the factor of rope_inv_freq's cos and sin (YaRN)
   float attn_scale = 1.0f;        // scores = q.k * attn_scale
   float attn_softcap = 0.0f;      // 0: none
   float final_softcap = 0.0f;     // 0: none

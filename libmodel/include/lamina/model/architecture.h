@@ -15,6 +15,9 @@ enum class Layout { Separate, Fused };         // Q/K/V (or gate/up) as one stac
 // The layers attention.sliding_window applies to. Pattern: all but the last
 // of each attention.sliding_window_pattern layers (gemma3).
 enum class WindowLayers { None, All, Even, Pattern };
+// The experts' gated activation: silu(gate) * up, or gpt-oss's clamped
+// form min(g, 7) * sigmoid(1.702 min(g, 7)) * (clamp(u, -7, 7) + 1).
+enum class ExpertActivation { Silu, SwigluOai };
 
 struct LAMINA_MODEL_API ArchSpec {
   std::string_view name;  // general.architecture
@@ -36,6 +39,13 @@ struct LAMINA_MODEL_API ArchSpec {
   // period's local layers (gemma3), or none (architectures whose window
   // llama.cpp ignores).
   WindowLayers sliding_window_layers = WindowLayers::None;
+  // A learned logit per head (attn_sinks.weight) joins every softmax
+  // denominator without adding a value (gpt-oss).
+  bool attention_sinks = false;
+  ExpertActivation expert_activation = ExpertActivation::Silu;
+  // The tensor name of the norm before the FFN: gpt-oss stores it as
+  // post_attention_norm.
+  std::string_view ffn_norm_name = "ffn_norm";
 };
 
 // The spec of a supported architecture, or nullptr.

@@ -27,6 +27,14 @@ struct LAMINA_MODEL_API RopeConfig {
   // applies without the scaling; 0: those layers rotate like the others.
   float freq_base_swa = 0.0f;
   bool has_freq_factors = false;  // rope_freqs.weight divides each pair's frequency
+  // YaRN (rope.scaling.type yarn): the training context the scaling
+  // extends (rope.scaling.original_context_length), 0 without YaRN. Pairs
+  // rotating faster than beta_fast turns over that context keep their
+  // frequency, slower than beta_slow take freq_scale's, a linear ramp
+  // between; cos and sin grow by 1 + 0.1 ln(1 / freq_scale).
+  uint32_t yarn_orig_ctx = 0;
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
 };
 
 struct LAMINA_MODEL_API ModelConfig {

@@ -54,6 +54,11 @@ struct LAMINA_MODEL_API LayerWeights {
   Vector post_ffn_norm;
   Matrix router;  // MoE: [n_embd -> n_expert]
   Matrix gate_exps, up_exps, down_exps;
+  // gpt-oss: the router's and experts' biases (an expert stack's biases are
+  // n_expert rows of its output width, one after another) and one
+  // attention-sink logit per head.
+  Vector router_bias, gate_exps_bias, up_exps_bias, down_exps_bias;
+  Vector attn_sinks;
 };
 
 struct LAMINA_MODEL_API Weights {

@@ -117,6 +117,20 @@ struct BlockIQ4_XS {
   uint8_t qs[kQK_K / 2];
 };
 
+// MXFP4 (OCP microscaling FP4): 32 E2M1 values sharing one E8M0 exponent e.
+// value = kMXFP4Values[q] * 2^(e - 128) (the table holds twice the E2M1
+// values, so the stored exponent is halved once); nibbles as in Q4_0.
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kQK / 2];
+};
+
+// Twice the E2M1 values of codes 0..15 (sign bit 3, then 2 exponent bits and
+// 1 mantissa bit): 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives, doubled.
+inline constexpr std::array<int8_t, 16> kMXFP4Values = {
+    0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
+};
+
 // The non-linear 4-bit codebook of IQ4_NL and IQ4_XS.
 inline constexpr std::array<int8_t, 16> kIQ4NLValues = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
@@ -136,5 +150,6 @@ static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockMXFP4) == 17);
 
 }  // namespace lamina::quant

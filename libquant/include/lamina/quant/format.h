@@ -30,6 +30,7 @@ enum class QuantFormat : uint32_t {
   IQ4_NL = 20,
   IQ4_XS = 23,
   BF16 = 30,
+  MXFP4 = 39,
 };
 
 struct LAMINA_QUANT_API FormatTraits {
@@ -45,12 +46,12 @@ struct LAMINA_QUANT_API FormatTraits {
 };
 
 // Every format, in ascending id order.
-inline constexpr std::array<QuantFormat, 17> kAllFormats = {
+inline constexpr std::array<QuantFormat, 18> kAllFormats = {
     QuantFormat::F32,  QuantFormat::F16,    QuantFormat::Q4_0,   QuantFormat::Q4_1,
     QuantFormat::Q5_0, QuantFormat::Q5_1,   QuantFormat::Q8_0,   QuantFormat::Q8_1,
     QuantFormat::Q2_K, QuantFormat::Q3_K,   QuantFormat::Q4_K,   QuantFormat::Q5_K,
     QuantFormat::Q6_K, QuantFormat::Q8_K,   QuantFormat::IQ4_NL, QuantFormat::IQ4_XS,
-    QuantFormat::BF16,
+    QuantFormat::BF16, QuantFormat::MXFP4,
 };
 
 // Traits of a format; the argument must be one of kAllFormats.

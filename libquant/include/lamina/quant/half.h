@@ -57,4 +57,10 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 
+// Half the E8M0 scale e of an MXFP4 block: 2^(e - 128), exact in f32 for
+// every byte (e = 0 and 1 are f32 subnormals).
+inline float e8m0_to_f32_half(uint8_t e) {
+  return e < 2 ? std::bit_cast<float>(0x00200000u << e) : std::bit_cast<float>(static_cast<uint32_t>(e - 1) << 23);
+}
+
 }  // namespace lamina::quant

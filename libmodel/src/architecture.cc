@@ -5,7 +5,7 @@
 namespace lamina::model {
 namespace {
 
-constexpr std::array<ArchSpec, 8> kArchs = [] {
+constexpr std::array<ArchSpec, 9> kArchs = [] {
   ArchSpec llama{.name = "llama", .experts_optional = true, .sliding_window_layers = WindowLayers::All};
 
   ArchSpec qwen2{.name = "qwen2", .rope = RopeKind::Neox};
@@ -31,7 +31,9 @@ constexpr std::array<ArchSpec, 8> kArchs = [] {
   gemma3.qk_norm = true;
   gemma3.sliding_window_layers = WindowLayers::Pattern;
 
-  return std::array<ArchSpec, 8>{llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2, gemma3};
+  ArchSpec deepseek2{.name = "deepseek2", .ffn = FfnKind::MoeGatedSilu, .latent_attention = true};
+
+  return std::array<ArchSpec, 9>{llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2, gemma3, deepseek2};
 }();
 
 }  // namespace
@@ -44,7 +46,7 @@ const ArchSpec* find_arch(std::string_view name) {
 }
 
 std::string_view supported_archs() {
-  return "llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2, gemma3";
+  return "llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2, gemma3, deepseek2";
 }
 
 }  // namespace lamina::model

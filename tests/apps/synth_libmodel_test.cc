@@ -53,7 +53,7 @@ TEST(SynthTokenizer, EncodesAndDecodesText) {
 
 TEST(SynthModel, LaterArchitecturePresetsRun) {
   ScratchDir dir("synth_model_load");
-  for (const std::string preset : {"tiny-mixtral", "tiny-gemma3"}) {
+  for (const std::string preset : {"tiny-mixtral", "tiny-gemma3", "tiny-deepseek2"}) {
     SCOPED_TRACE(preset);
     const auto model = model::Model::load(write_preset(dir, preset, {"--type", "Q4_K_M"}));
     const model::ModelConfig& c = model->config();
@@ -61,6 +61,11 @@ TEST(SynthModel, LaterArchitecturePresetsRun) {
       EXPECT_EQ(c.ffn(), model::FfnKind::MoeGatedSilu);
       EXPECT_EQ(c.n_expert, 4u);
       EXPECT_EQ(c.n_expert_used, 2u);
+    } else if (preset == "tiny-deepseek2") {
+      EXPECT_TRUE(c.latent_attention());
+      EXPECT_EQ(c.n_dense_lead, 1u);
+      EXPECT_EQ(c.n_expert_shared, 1u);
+      EXPECT_EQ(c.mla.kv_lora_rank, 128u);
     } else {
       EXPECT_EQ(c.arch->name, "gemma3");
       EXPECT_EQ(c.sliding_window_pattern, 3u);

@@ -49,6 +49,12 @@ Edit set_key(const std::string& key, gguf::Value value) {
   };
 }
 
+Edit drop_key(const std::string& key) {
+  return [=](std::vector<gguf::KeyValue>& md, std::vector<gguf::TensorInfo>&) {
+    std::erase_if(md, [&](const gguf::KeyValue& kv) { return kv.key == key; });
+  };
+}
+
 Edit drop_tensor(const std::string& name) {
   return [=](std::vector<gguf::KeyValue>&, std::vector<gguf::TensorInfo>& tensors) {
     std::erase_if(tensors, [&](const gguf::TensorInfo& t) { return t.name == name; });
@@ -109,6 +115,65 @@ TEST_F(ArchErrors, Gemma3LargestSizeAttentionScale) {
     const ModelConfig c = load_config(file);
     EXPECT_FLOAT_EQ(c.attn_scale, 1.0f / std::sqrt(n_layer == 62 ? 128.0f : 64.0f)) << n_layer << " layers";
   }
+}
+
+TEST_F(ArchErrors, Deepseek2LatentAttention) {
+  if (!fs::exists(kArchs / "deepseek2.f32.gguf")) GTEST_SKIP() << "no deepseek2.f32.gguf";
+  EXPECT_EQ(load_error("deepseek2.f32", set_key("deepseek2.attention.head_count_kv", gguf::Value::u32(4))),
+            "deepseek2: attention.head_count_kv is 4 (latent attention caches one shared row: 1)");
+  EXPECT_EQ(load_error("deepseek2.f32", drop_key("deepseek2.attention.key_length_mla")),
+            "deepseek2: missing attention.key_length_mla / value_length_mla (a file from before the split "
+            "attn_k_b/attn_v_b layout: convert it again with a current converter)");
+  EXPECT_EQ(load_error("deepseek2.f32", set_key("deepseek2.attention.key_length_mla", gguf::Value::u32(32))),
+            "deepseek2: attention.key_length_mla 32 must exceed rope.dimension_count 32");
+  EXPECT_EQ(load_error("deepseek2.f32", set_key("deepseek2.attention.kv_lora_rank", gguf::Value::u32(0))),
+            "deepseek2: attention.kv_lora_rank must be positive");
+  EXPECT_EQ(load_error("deepseek2.f32", set_key("deepseek2.attention.kv_lora_rank", gguf::Value::u32(96))),
+            "deepseek2: attention.key_length 160 must be kv_lora_rank + rope.dimension_count (128)");
+  EXPECT_EQ(load_error("deepseek2.f32", drop_key("deepseek2.attention.kv_lora_rank")),
+            "missing metadata key 'deepseek2.attention.kv_lora_rank'");
+  EXPECT_EQ(load_error("deepseek2.f32", drop_tensor("blk.1.attn_k_b.weight")), "missing tensor 'blk.1.attn_k_b.weight'");
+  EXPECT_EQ(load_error("deepseek2.f32", set_key("deepseek2.attention.q_lora_rank", gguf::Value::u32(64))),
+            "missing tensor 'blk.0.attn_q_a.weight'");
+  EXPECT_EQ(load_error("deepseek2.f32", set_key("deepseek2.rope.scaling.factor", gguf::Value::f32(0.5f))),
+            "deepseek2: rope.scaling.factor must be at least 1 for yarn");
+}
+
+TEST_F(ArchErrors, Deepseek2Experts) {
+  if (!fs::exists(kArchs / "deepseek2.f32.gguf")) GTEST_SKIP() << "no deepseek2.f32.gguf";
+  EXPECT_EQ(load_error("deepseek2.f32", set_key("deepseek2.leading_dense_block_count", gguf::Value::u32(3))),
+            "deepseek2: leading_dense_block_count 3 exceeds block_count 2");
+  // Layer 1 then needs the dense tensors it does not have.
+  EXPECT_EQ(load_error("deepseek2.f32", set_key("deepseek2.leading_dense_block_count", gguf::Value::u32(2))),
+            "missing tensor 'blk.1.ffn_gate.weight'");
+  EXPECT_EQ(load_error("deepseek2.f32", set_key("deepseek2.expert_gating_func", gguf::Value::u32(3))),
+            "deepseek2: expert_gating_func 3 is not supported (1 softmax, 2 sigmoid)");
+  EXPECT_EQ(load_error("deepseek2.f32", set_key("deepseek2.expert_weights_scale", gguf::Value::f32(NAN))),
+            "deepseek2: expert_weights_scale must be positive");
+  EXPECT_EQ(load_error("deepseek2.f32", set_key("deepseek2.expert_weights_norm", gguf::Value::u32(1))),
+            "metadata 'deepseek2.expert_weights_norm' is not a boolean");
+  EXPECT_EQ(load_error("deepseek2.f32", set_key("deepseek2.expert_shared_count", gguf::Value::u32(2))),
+            "tensor 'blk.1.ffn_gate_shexp.weight' has shape [256, 128], expected [256, 256]");
+  EXPECT_EQ(load_error("deepseek2.f32", drop_tensor("blk.1.ffn_down_shexp.weight")),
+            "missing tensor 'blk.1.ffn_down_shexp.weight'");
+  auto grouped = [](std::vector<gguf::KeyValue>& md, std::vector<gguf::TensorInfo>& t) {
+    set_key("deepseek2.expert_group_count", gguf::Value::u32(2))(md, t);
+    set_key("deepseek2.expert_group_used_count", gguf::Value::u32(1))(md, t);
+  };
+  EXPECT_EQ(load_error("deepseek2.f32", grouped),
+            "deepseek2: group-limited expert routing (expert_group_count 2, expert_group_used_count 1) is not "
+            "supported");
+  // The file as llama.cpp reads it: softmax, no renormalisation, x2.
+  const auto file = gguf::GgufFile::open(kArchs / "deepseek2.f32.gguf");
+  const ModelConfig c = load_config(file);
+  EXPECT_EQ(c.expert_gating, ExpertGating::Softmax);
+  EXPECT_FALSE(c.expert_weights_norm);
+  EXPECT_EQ(c.expert_weights_scale, 2.0f);
+  EXPECT_EQ(c.n_dense_lead, 1u);
+  EXPECT_EQ(c.mla.nope_dim, 64u);
+  EXPECT_EQ(c.mla.value_dim, 64u);
+  // mscale^2 / sqrt(96), mscale = 1 + 0.0707 ln 40 (archs/README.md: 0.162241).
+  EXPECT_NEAR(c.attn_scale, 0.162241f, 1e-6f);
 }
 
 }  // namespace

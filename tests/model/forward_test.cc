@@ -234,7 +234,9 @@ std::vector<std::string> arch_models() {
   for (const char* arch : {"llama", "llama3", "qwen2", "qwen3", "qwen3moe", "phi3", "gpt2", "gemma2"})
     for (const char* prec : {"f32", "q8_0", "q4_k_m"}) names.push_back(std::string(arch) + "." + prec);
   // Added later, with the precisions archs/README.md ships for them.
-  for (const char* model : {"mixtral.f32", "mixtral.q4_k_m", "gemma3.f32", "gemma3.q4_k_m"}) names.push_back(model);
+  for (const char* model :
+       {"mixtral.f32", "mixtral.q4_k_m", "gemma3.f32", "gemma3.q4_k_m", "deepseek2.f32", "deepseek2.q4_k_m"})
+    names.push_back(model);
   return names;
 }
 
@@ -277,7 +279,7 @@ TEST_P(ForwardInvariance, BatchingAndThreadsDoNotChangeLogits) {
   EXPECT_EQ(seq_a, expected) << "interleaved with another sequence, chunks of 3";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ForwardInvariance, ::testing::Values("qwen2.q4_k_m", "mixtral.q4_k_m"),
+INSTANTIATE_TEST_SUITE_P(Models, ForwardInvariance, ::testing::Values("qwen2.q4_k_m", "mixtral.q4_k_m", "deepseek2.q4_k_m"),
                          test_name);
 
 // Weights in a packed layout (quantized at load to each format that has

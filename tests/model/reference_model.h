@@ -42,6 +42,9 @@ struct ArchTraits {
   // gemma3: layer il is local iff il % P < P - 1 (P: sliding_window_pattern,
   // 6 when absent); local layers rotate with rope.freq_base_swa, unscaled.
   bool sliding_window_pattern = false;
+  // deepseek2: multi-head latent attention, leading dense layers, shared
+  // experts, gating and weight scale from the file, YaRN.
+  bool latent_attention = false;
 };
 
 // The table entry for `arch` ("llama", "qwen2", ...); throws std::runtime_error
@@ -72,6 +75,15 @@ struct ModelConfig {
   uint32_t n_expert = 0;
   uint32_t n_expert_used = 0;
   uint32_t n_ff_expert = 0;
+  // deepseek2
+  uint32_t n_expert_shared = 0;
+  uint32_t n_dense_lead = 0;
+  bool sigmoid_gating = false;
+  bool expert_weights_norm = true;
+  double expert_weights_scale = 1.0;
+  uint32_t q_lora_rank = 0, kv_lora_rank = 0, nope_dim = 0, value_dim = 0;
+  uint32_t yarn_orig_ctx = 0;  // 0: no YaRN
+  double yarn_factor = 1.0, yarn_log_multiplier = 0.0;
 };
 
 ModelConfig read_config(const gguf::GgufFile& file);
@@ -104,6 +116,11 @@ struct LayerWeights {
   Vector post_ffw_norm;
   Matrix router;  // ffn_gate_inp
   std::vector<Matrix> expert_gate, expert_up, expert_down;
+  Vector expert_bias;  // exp_probs_b
+  Matrix shexp_gate, shexp_up, shexp_down;
+  Matrix wq_a, wq_b, wkv_a;
+  Vector q_a_norm, kv_a_norm;
+  std::vector<Matrix> k_b, v_b;  // per head: [kv_lora rows of nope], [value rows of kv_lora]
 };
 
 struct ModelWeights {

@@ -23,13 +23,16 @@ MixtureOfExperts::MixtureOfExperts(const ModelConfig& config, uint32_t max_batch
   up_.resize(B * c_.n_ff_expert);
   down_.resize(B * c_.n_embd);
   expert_out_.resize(B * c_.n_expert_used * c_.n_embd);
+  shared_gate_.resize(B * c_.n_ff_expert * c_.n_expert_shared);
+  shared_up_.resize(shared_gate_.size());
 }
 
 void MixtureOfExperts::run(const LayerWeights& l, const float* h, std::size_t n, float* out, Linear& linear) {
   const uint32_t E = c_.n_expert, K = c_.n_expert_used, D = c_.n_embd, F = c_.n_ff_expert;
   linear.apply(l.router, h, n, router_logits_.data());
 
-  route_experts(router_logits_.data(), n, E, K, order_.data(), chosen_.data(), chosen_w_.data());
+  route_experts(router_logits_.data(), n, E, K, routing_rule(c_, l.router_bias ? l.router_bias.data : nullptr),
+                order_.data(), chosen_.data(), chosen_w_.data());
 
   for (uint32_t e = 0; e < E; ++e) {
     rows_.clear();
@@ -61,6 +64,12 @@ void MixtureOfExperts::run(const LayerWeights& l, const float* h, std::size_t n,
     std::copy(expert_out_.data() + t * K * D, expert_out_.data() + t * K * D + D, o);
     for (uint32_t r = 1; r < K; ++r) add_in_place(o, expert_out_.data() + (t * K + r) * D, D);
   }
+  if (!l.gate_shexp) return;
+  const std::size_t S = l.gate_shexp.n_out;
+  linear.apply_shared({{&l.gate_shexp, shared_gate_.data()}, {&l.up_shexp, shared_up_.data()}}, h, n);
+  silu_mul(shared_gate_.data(), shared_up_.data(), shared_gate_.data(), n * S);
+  linear.apply(l.down_shexp, shared_gate_.data(), n, down_.data());
+  for (std::size_t t = 0; t < n; ++t) add_in_place(out + t * D, down_.data() + t * D, D);
 }
 
 }  // namespace lamina::model::cpu

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lamina/model/architecture.h"
+#include "lamina/model/config.h"
 
 namespace lamina::model::cpu {
 
@@ -100,5 +101,12 @@ inline void rope_head(float* v, RopeKind kind, std::size_t n_dims, const double*
     v[b] = static_cast<float>(x0 * sin_t[i] + x1 * cos_t[i]);
   }
 }
+
+// YaRN's frequency per rotated pair, as ggml's rope computes it: pair i mixes
+// the interpolated frequency (times freq_scale) and the original one,
+// theta = theta_interp (1 - r_i) + theta_extrap r_i, with the ramp r_i going
+// from 1 to 0 between the correction dims of beta_fast and beta_slow at the
+// original context. Positions times these are the angles.
+std::vector<double> yarn_frequencies(const RopeConfig& rope);
 
 }  // namespace lamina::model::cpu

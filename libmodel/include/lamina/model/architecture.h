@@ -36,6 +36,9 @@ struct LAMINA_MODEL_API ArchSpec {
   // period's local layers (gemma3), or none (architectures whose window
   // llama.cpp ignores).
   WindowLayers sliding_window_layers = WindowLayers::None;
+  // Multi-head latent attention with shared experts and leading dense
+  // layers (deepseek2); the router's gating and weights follow the file.
+  bool latent_attention = false;
 };
 
 // The spec of a supported architecture, or nullptr.

@@ -112,6 +112,10 @@ constexpr std::array kPresets = {
     // dense, then 64 routed experts of 1408 (6 used) and 2 shared.
     ModelPreset{"deepseek-v2-lite", "deepseek2", 27, 2048, 16, 1, 1408, 102400, 163840, 1e4f, 1e-6f, false,
                 false, &kDeepseekTokenizer, 64, 6, 0, 0, 0, 0.0f, &kDeepseekV2Lite},
+    // Its first 2 layers (the dense one and one with experts), to measure a layer's cost
+    // where writing the whole model takes longer than a session has.
+    ModelPreset{"deepseek-v2-lite-2l", "deepseek2", 2, 2048, 16, 1, 1408, 102400, 163840, 1e4f, 1e-6f, false,
+                false, &kDeepseekTokenizer, 64, 6, 0, 0, 0, 0.0f, &kDeepseekV2Lite},
 };
 
 }  // namespace

@@ -127,18 +127,22 @@ void add_model_metadata(const ModelPreset& p, const BpeVocab& vocab,
   }
   if (p.mla) {
     const LatentShape& m = *p.mla;
-    w.set(k + "feed_forward_length", Value::u32(m.n_ff_dense));
-    w.set(k + "expert_feed_forward_length", Value::u32(p.n_ff));
-    w.set(k + "expert_shared_count", Value::u32(m.n_expert_shared));
-    w.set(k + "leading_dense_block_count", Value::u32(m.n_dense_lead));
+    // One latent "KV head" of kv_lora + rope values; the per-head widths as *_mla.
+    const std::pair<const char*, uint32_t> counts[] = {
+        {"feed_forward_length", m.n_ff_dense},
+        {"expert_feed_forward_length", p.n_ff},
+        {"expert_shared_count", m.n_expert_shared},
+        {"leading_dense_block_count", m.n_dense_lead},
+        {"attention.q_lora_rank", m.q_lora_rank},
+        {"attention.kv_lora_rank", m.kv_lora_rank},
+        {"attention.key_length", m.kv_lora_rank + m.rope_dim},
+        {"attention.value_length", m.kv_lora_rank},
+        {"attention.key_length_mla", m.nope_dim + m.rope_dim},
+        {"attention.value_length_mla", m.value_dim},
+        {"rope.dimension_count", m.rope_dim},
+    };
+    for (const auto& [key, value] : counts) w.set(k + key, Value::u32(value));
     w.set(k + "expert_weights_scale", Value::f32(m.expert_weights_scale));
-    w.set(k + "attention.q_lora_rank", Value::u32(m.q_lora_rank));
-    w.set(k + "attention.kv_lora_rank", Value::u32(m.kv_lora_rank));
-    w.set(k + "attention.key_length", Value::u32(m.kv_lora_rank + m.rope_dim));
-    w.set(k + "attention.value_length", Value::u32(m.kv_lora_rank));
-    w.set(k + "attention.key_length_mla", Value::u32(m.nope_dim + m.rope_dim));
-    w.set(k + "attention.value_length_mla", Value::u32(m.value_dim));
-    w.set(k + "rope.dimension_count", Value::u32(m.rope_dim));
     w.set(k + "rope.scaling.type", Value::string("yarn"));
     w.set(k + "rope.scaling.factor", Value::f32(m.yarn_factor));
     w.set(k + "rope.scaling.original_context_length", Value::u32(m.yarn_orig_ctx));

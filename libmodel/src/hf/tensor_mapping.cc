@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "lamina/model/config.h"
@@ -70,17 +71,28 @@ std::optional<Target> map_gpt2_name(std::string_view name) {
   return std::nullopt;
 }
 
-// "E.w1.weight" of block_sparse_moe.experts: w1 is the gate, w3 the up and
-// w2 the down projection of expert E.
-std::optional<Target> map_expert(const HfArchitecture& a, const std::string& blk, std::string_view rest) {
+using NamePairs = std::span<const std::pair<std::string_view, std::string_view>>;
+
+// Mixtral's block_sparse_moe.experts: w1 is the gate, w3 the up and w2 the
+// down projection of expert E ("E.w1.weight").
+constexpr std::pair<std::string_view, std::string_view> kMixtralExperts[] = {
+    {"w1.weight", "ffn_gate_exps.weight"},
+    {"w3.weight", "ffn_up_exps.weight"},
+    {"w2.weight", "ffn_down_exps.weight"},
+};
+// DeepSeek's mlp.experts: "E.gate_proj.weight" and so on.
+constexpr std::pair<std::string_view, std::string_view> kDeepseekExperts[] = {
+    {"gate_proj.weight", "ffn_gate_exps.weight"},
+    {"up_proj.weight", "ffn_up_exps.weight"},
+    {"down_proj.weight", "ffn_down_exps.weight"},
+};
+
+// "E.<part>" of an experts list: expert E's matrix of the stack `parts` names.
+std::optional<Target> map_expert(const HfArchitecture& a, const std::string& blk, std::string_view rest,
+                                 NamePairs parts) {
   const auto expert = split_layer(rest);
   if (!expert || expert->first >= a.n_expert) return std::nullopt;
-  static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
-      {"w1.weight", "ffn_gate_exps.weight"},
-      {"w3.weight", "ffn_up_exps.weight"},
-      {"w2.weight", "ffn_down_exps.weight"},
-  };
-  for (const auto& [hf, gguf] : kParts) {
+  for (const auto& [hf, gguf] : parts) {
     if (expert->second == hf) return Target{blk + std::string(gguf), Change::StackExpert, 0, expert->first};
   }
   return std::nullopt;
@@ -106,17 +118,7 @@ std::optional<Target> map_deepseek_part(const HfArchitecture& a, const std::stri
   }
   if (rest == "self_attn.kv_b_proj.weight") return Target{blk, Change::SplitLatentKv};
   if (!starts_with(rest, "mlp.experts.")) return std::nullopt;
-  const auto expert = split_layer(rest.substr(12));
-  if (!expert || expert->first >= a.n_expert) return std::nullopt;
-  static constexpr std::pair<std::string_view, std::string_view> kExperts[] = {
-      {"gate_proj.weight", "ffn_gate_exps.weight"},
-      {"up_proj.weight", "ffn_up_exps.weight"},
-      {"down_proj.weight", "ffn_down_exps.weight"},
-  };
-  for (const auto& [hf, gguf] : kExperts) {
-    if (expert->second == hf) return Target{blk + std::string(gguf), Change::StackExpert, 0, expert->first};
-  }
-  return std::nullopt;
+  return map_expert(a, blk, rest.substr(12), kDeepseekExperts);
 }
 
 std::optional<Target> map_layer_part(const HfArchitecture& a, uint32_t layer, std::string_view rest) {
@@ -138,7 +140,7 @@ std::optional<Target> map_layer_part(const HfArchitecture& a, uint32_t layer, st
   if (rest == "mlp.gate_up_proj.weight") return Target{blk + "ffn_up.weight"};
   if (a.n_expert > 0) {
     if (rest == "block_sparse_moe.gate.weight") return Target{blk + "ffn_gate_inp.weight"};
-    if (starts_with(rest, "block_sparse_moe.experts.")) return map_expert(a, blk, rest.substr(25));
+    if (starts_with(rest, "block_sparse_moe.experts.")) return map_expert(a, blk, rest.substr(25), kMixtralExperts);
   }
   static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
       {"self_attn.q_proj.", "attn_q."}, {"self_attn.k_proj.", "attn_k."},  {"self_attn.v_proj.", "attn_v."},

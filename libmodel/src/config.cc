@@ -90,9 +90,10 @@ uint32_t default_scale_width(const ModelConfig& c) {
 
 std::string u32_text(uint32_t v) { return std::to_string(v); }
 
-// YaRN as llama.cpp computes it. The magnitude factor 1 + 0.1 ln(factor)
-// that ggml puts on cos and sin is cancelled for deepseek2 (llama.cpp hands
-// its inverse in as the attention factor); the scores get mscale^2 instead.
+// YaRN as llama.cpp computes it for deepseek2, the one architecture lamina
+// runs it for: the magnitude factor 1 + 0.1 ln(factor) that ggml puts on cos
+// and sin is cancelled there (llama.cpp hands its inverse in as the
+// attention factor), and the scores get mscale^2 instead (load_config).
 void read_yarn(const MetadataReader& md, ModelConfig& c, float factor) {
   const std::string& arch = std::string(c.arch->name);
   require(std::isfinite(factor) && factor >= 1.0f, arch + ": rope.scaling.factor must be at least 1 for yarn");
@@ -104,7 +105,6 @@ void read_yarn(const MetadataReader& md, ModelConfig& c, float factor) {
   require(std::isfinite(c.rope.yarn_beta_fast) && std::isfinite(c.rope.yarn_beta_slow) && c.rope.yarn_beta_fast > 0 &&
               c.rope.yarn_beta_slow > 0,
           arch + ": rope.scaling.yarn_beta_fast and yarn_beta_slow must be positive");
-  c.rope.magnitude = c.arch->latent_attention ? 1.0f : 1.0f + 0.1f * std::log(factor);
 }
 
 // deepseek2's attention shape. Files converted before llama.cpp split
@@ -232,9 +232,9 @@ ModelConfig load_config(const gguf::GgufFile& file) {
     const auto factor = md.f32("rope.scaling.factor").value_or(0.0f);
     if (scaling == "linear" && factor > 0) {
       c.rope.freq_scale = 1.0f / factor;
-    } else if (scaling == "yarn" && factor > 0) {
+    } else if (scaling == "yarn" && c.arch->latent_attention) {
       read_yarn(md, c, factor);
-    } else if (scaling != "none" && scaling != "linear" && scaling != "llama3" && scaling != "yarn") {
+    } else if (scaling != "none" && scaling != "linear" && scaling != "llama3") {
       // llama3-style scaling arrives as rope_freqs.weight; others are not supported.
       throw ModelError(arch_name + ": rope scaling '" + scaling + "' is not supported");
     }

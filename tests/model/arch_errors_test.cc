@@ -147,6 +147,10 @@ TEST_F(ArchErrors, Deepseek2HostileFiles) {
       {drop_tensor("blk.1.attn_k_b.weight"), "missing tensor 'blk.1.attn_k_b.weight'"},
       {set_key(k + "attention.q_lora_rank", Value::u32(64)), "missing tensor 'blk.0.attn_q_a.weight'"},
       {set_key(k + "rope.scaling.factor", Value::f32(0.5f)), "deepseek2: rope.scaling.factor must be at least 1 for yarn"},
+      {set_key(k + "rope.scaling.yarn_beta_fast", Value::f32(-1.0f)),
+       "deepseek2: rope.scaling.yarn_beta_fast and yarn_beta_slow must be positive"},
+      {set_key(k + "rope.scaling.original_context_length", Value::u32(0)),
+       "deepseek2: yarn needs rope.scaling.original_context_length (or context_length)"},
       // Experts; with 2 leading dense layers, layer 1 needs dense tensors it does not have.
       {set_key(k + "leading_dense_block_count", Value::u32(3)),
        "deepseek2: leading_dense_block_count 3 exceeds block_count 2"},

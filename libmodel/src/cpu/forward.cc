@@ -210,8 +210,8 @@ void CpuForward::State::rope_tables(std::span<const TokenInput> batch, const std
   for (std::size_t t = 0; t < batch.size(); ++t) {
     for (std::size_t i = 0; i < half; ++i) {
       const double theta = static_cast<double>(batch[t].pos) * freqs[i];
-      cos_out[t * half + i] = c.rope.magnitude * std::cos(theta);
-      sin_out[t * half + i] = c.rope.magnitude * std::sin(theta);
+      cos_out[t * half + i] = std::cos(theta);
+      sin_out[t * half + i] = std::sin(theta);
     }
   }
 }

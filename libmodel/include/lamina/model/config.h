@@ -27,14 +27,13 @@ struct LAMINA_MODEL_API RopeConfig {
   // applies without the scaling; 0: those layers rotate like the others.
   float freq_base_swa = 0.0f;
   bool has_freq_factors = false;  // rope_freqs.weight divides each pair's frequency
-  // YaRN (rope.scaling.type yarn): pair i's frequency mixes the interpolated
-  // (times freq_scale) and the original one by a ramp over the pairs between
-  // the correction dims of beta_fast and beta_slow at the original context;
-  // cos and sin are multiplied by `magnitude`. yarn_orig_ctx 0: no YaRN.
+  // YaRN (rope.scaling.type yarn; deepseek2): pair i's frequency mixes the
+  // interpolated (times freq_scale) and the original one by a ramp over the
+  // pairs between the correction dims of beta_fast and beta_slow at the
+  // original context. yarn_orig_ctx 0: no YaRN.
   uint32_t yarn_orig_ctx = 0;
   float yarn_beta_fast = 32.0f;
   float yarn_beta_slow = 1.0f;
-  float magnitude = 1.0f;
 };
 
 // Multi-head latent attention (deepseek2): K and V of every head are

@@ -119,19 +119,20 @@ class WeightLoader {
 };
 
 void load_latent_attention(const WeightLoader& w, const ModelConfig& c, const std::string& p, LayerWeights& l) {
-  const size_t q_width = size_t{c.n_head} * (c.nope_dim + c.n_rot);
-  if (c.q_lora_rank > 0) {
-    l.wq_a = w.matrix(p + "attn_q_a.weight", c.n_embd, c.q_lora_rank);
-    l.q_a_norm = w.vector(p + "attn_q_a_norm.weight", c.q_lora_rank);
-    l.wq_b = w.matrix(p + "attn_q_b.weight", c.q_lora_rank, q_width);
-  } else {
-    l.wq = w.matrix(p + "attn_q.weight", c.n_embd, q_width);
-  }
   l.wkv_a = w.matrix(p + "attn_kv_a_mqa.weight", c.n_embd, c.kv_lora_rank + c.n_rot);
   l.kv_a_norm = w.vector(p + "attn_kv_a_norm.weight", c.kv_lora_rank);
   l.k_b = w.experts(p + "attn_k_b.weight", c.nope_dim, c.kv_lora_rank, c.n_head);
   l.v_b = w.experts(p + "attn_v_b.weight", c.kv_lora_rank, c.value_dim, c.n_head);
   l.wo = w.matrix(p + "attn_output.weight", size_t{c.n_head} * c.value_dim, c.n_embd);
+  // Queries: straight, or through the rank-q_lora_rank bottleneck (V2/V3 full).
+  const size_t q_width = size_t{c.n_head} * (c.nope_dim + c.n_rot);
+  if (c.q_lora_rank == 0) {
+    l.wq = w.matrix(p + "attn_q.weight", c.n_embd, q_width);
+    return;
+  }
+  l.wq_a = w.matrix(p + "attn_q_a.weight", c.n_embd, c.q_lora_rank);
+  l.q_a_norm = w.vector(p + "attn_q_a_norm.weight", c.q_lora_rank);
+  l.wq_b = w.matrix(p + "attn_q_b.weight", c.q_lora_rank, q_width);
 }
 
 LayerWeights load_layer(const WeightLoader& w, const ModelConfig& c, uint32_t il) {

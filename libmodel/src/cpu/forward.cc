@@ -85,7 +85,7 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
       linear(pool, o.exact_activations),
       attention(static_cast<int>(pool.num_threads())),
       moe(c, o.max_batch),
-      latent(c, o.max_batch) {
+      latent(c, {cache, linear, attention, pool}, o.max_batch) {
   if (options.max_batch == 0) throw ModelError("max_batch must be positive");
   if (options.pack_weights) {
     std::vector<const Matrix*> matrices;
@@ -229,8 +229,7 @@ void CpuForward::State::attention_block(uint32_t layer, std::span<const TokenInp
   const uint32_t qd = c.q_dim(), kd = c.k_dim(), vd = c.v_dim();
   norm(l.attn_norm, l.attn_norm_bias, x.data(), h.data(), n);
   if (c.latent_attention()) {
-    latent.run(l, layer, batch, h.data(), cos_t.data(), sin_t.data(), cache, linear, attention, pool,
-               attn_out.data());
+    latent.run(l, layer, batch, h.data(), cos_t.data(), sin_t.data(), attn_out.data());
     return attention_output(l, n);
   }
 

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 
-#include "linear.h"
-
 namespace lamina::model::cpu {
 
-LatentAttention::LatentAttention(const ModelConfig& config, uint32_t max_batch) : c_(config) {
+LatentAttention::LatentAttention(const ModelConfig& config, const Parts& parts, std::size_t max_batch)
+    : c_(config), parts_(parts) {
   if (!config.latent_attention()) return;
   const LatentAttentionConfig& m = config.mla;
   const std::size_t B = max_batch, H = config.n_head;
@@ -21,9 +20,9 @@ LatentAttention::LatentAttention(const ModelConfig& config, uint32_t max_batch) 
 }
 
 void LatentAttention::run(const LayerWeights& l, uint32_t layer, std::span<const TokenInput> batch, const float* h,
-                          const double* cos_t, const double* sin_t, KvCache& cache, Linear& linear,
-                          Attention& attention, quant::ThreadPool& pool, float* out) {
+                          const double* cos_t, const double* sin_t, float* out) {
   const LatentAttentionConfig& m = c_.mla;
+  Linear& linear = parts_.linear;
   const std::size_t n = batch.size(), H = c_.n_head;
   const std::size_t qhd = m.q_head_dim(), latent_k = std::size_t{m.kv_lora_rank} + m.rope_dim;
   const std::size_t half = m.rope_dim / 2;
@@ -44,7 +43,7 @@ void LatentAttention::run(const LayerWeights& l, uint32_t layer, std::span<const
     float* row = kv_.data() + t * latent_k;
     rms_norm(row, l.kv_a_norm.data, c_.norm_eps, m.kv_lora_rank, row);
     rope_head(row + m.kv_lora_rank, c_.rope.kind, m.rope_dim, cos_t + t * half, sin_t + t * half);
-    cache.store_k(batch[t].seq, layer, batch[t].pos, row);
+    parts_.cache.store_k(batch[t].seq, layer, batch[t].pos, row);
     for (std::size_t hd = 0; hd < H; ++hd)
       rope_head(q_.data() + (t * H + hd) * qhd + m.nope_dim, c_.rope.kind, m.rope_dim, cos_t + t * half,
                 sin_t + t * half);
@@ -65,7 +64,7 @@ void LatentAttention::run(const LayerWeights& l, uint32_t layer, std::span<const
   }
 
   const AttentionShape shape{c_.n_head, 1, static_cast<uint32_t>(latent_k), m.kv_lora_rank, c_.attn_scale, 0.0f, 0};
-  attention.run(shape, cache, layer, batch, q_latent_.data(), latent_out_.data(), pool);
+  parts_.attention.run(shape, parts_.cache, layer, batch, q_latent_.data(), latent_out_.data(), parts_.pool);
 
   // Each head's weighted latent through its value expansion.
   for (uint32_t hd = 0; hd < H; ++hd) {

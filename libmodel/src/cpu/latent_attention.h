@@ -12,32 +12,38 @@
 // against the expanded form.
 #pragma once
 
-#include <cstdint>
 #include <span>
 
 #include "attention.h"
 #include "lamina/model/forward.h"
 #include "lamina/model/kv_cache.h"
 #include "lamina/model/weights.h"
+#include "linear.h"
 #include "ops.h"
 
 namespace lamina::model::cpu {
 
-class Linear;
-
+// Runs on the forward pass's cache, products, attention and threads, for
+// batches of up to max_batch tokens.
 class LatentAttention {
  public:
-  LatentAttention(const ModelConfig& config, uint32_t max_batch);
+  struct Parts {
+    KvCache& cache;
+    Linear& linear;
+    Attention& attention;
+    quant::ThreadPool& pool;
+  };
+  LatentAttention(const ModelConfig& config, const Parts& parts, std::size_t max_batch);
 
   // h: the normed input [n][n_embd]; cos_t / sin_t: per token, rope_dim / 2
   // pairs. Stores each token's [c; k_pe] in the cache and writes the heads'
   // values, out [n][n_head * value_dim], before attn_output.
   void run(const LayerWeights& l, uint32_t layer, std::span<const TokenInput> batch, const float* h,
-           const double* cos_t, const double* sin_t, KvCache& cache, Linear& linear, Attention& attention,
-           quant::ThreadPool& pool, float* out);
+           const double* cos_t, const double* sin_t, float* out);
 
  private:
   const ModelConfig& c_;
+  Parts parts_;
   Workspace q_a_, q_, kv_, q_latent_, latent_out_, head_in_, head_out_;
 };
 

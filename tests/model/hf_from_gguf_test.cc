@@ -357,6 +357,27 @@ TEST_F(HfFromGguf, Deepseek2FolderRunsLikeItsGguf) {
   EXPECT_EQ(logits_of(*hf_model, ids), logits_of(*gguf_model, ids));
 }
 
+// DeepSeek V3 checkpoints carry multi-token-prediction layers after the
+// last one; the model does not run them, and a layer past those is refused.
+TEST_F(HfFromGguf, Deepseek2PredictionLayersAreSkipped) {
+  if (!fs::exists(kArchs / "deepseek2.f32.gguf")) GTEST_SKIP() << "no deepseek2.f32.gguf";
+  const auto add_layer = [](std::vector<HfTensor>& tensors, const std::string& layer) {
+    tensors.push_back({"model.layers." + layer + ".input_layernorm.weight", {256}, std::vector<float>(256, 1.0f)});
+  };
+  const auto gguf_model = write_folder("deepseek2.f32.gguf", [&](std::vector<HfTensor>& tensors, nlohmann::json& config) {
+    config["num_nextn_predict_layers"] = 1;
+    add_layer(tensors, "2");
+  });
+  const std::vector<int32_t> ids{1, 400, 37, 255, 88};
+  EXPECT_EQ(logits_of(*Model::load(dir_), ids), logits_of(*gguf_model, ids));
+  write_folder("deepseek2.f32.gguf", [&](std::vector<HfTensor>& tensors, nlohmann::json& config) {
+    config["num_nextn_predict_layers"] = 1;
+    add_layer(tensors, "3");
+  });
+  const std::string e = load_error();
+  EXPECT_NE(e.find("'model.layers.3.input_layernorm.weight' has no place"), std::string::npos) << e;
+}
+
 TEST_F(HfFromGguf, Deepseek2GroupLimitedRoutingAndBadKvBAreRefused) {
   if (!fs::exists(kArchs / "deepseek2.f32.gguf")) GTEST_SKIP() << "no deepseek2.f32.gguf";
   write_folder("deepseek2.f32.gguf", [](std::vector<HfTensor>&, nlohmann::json& config) {

@@ -349,6 +349,7 @@ HfArchitecture read_architecture(const HfConfig& config) {
     a.nope_dim = config.required_u32({"qk_nope_head_dim"});
     a.value_dim = config.required_u32({"v_head_dim"});
     a.n_dense_lead = config.u32("first_k_dense_replace").value_or(0);
+    a.n_extra_layers = config.u32("num_nextn_predict_layers").value_or(0);
     if (a.n_expert == 0 || a.kv_lora_rank == 0 || a.nope_dim == 0 || a.value_dim == 0)
       throw ModelError(config.file_name() + ": n_routed_experts, kv_lora_rank, qk_nope_head_dim and v_head_dim "
                                             "must be positive");

@@ -29,6 +29,9 @@ struct HfArchitecture {
   // DeepSeek V2/V3: the latent attention's widths (kv_b_proj is split by them)
   // and the leading dense layers.
   uint32_t kv_lora_rank = 0, nope_dim = 0, value_dim = 0, n_dense_lead = 0;
+  // DeepSeek V3's multi-token-prediction layers after the last one
+  // (num_nextn_predict_layers): not part of the model, skipped as llama.cpp's converter does.
+  uint32_t n_extra_layers = 0;
   // Llama 3.1 RoPE scaling: the factor each rotated pair's frequency is
   // divided by (rope_freqs.weight); empty when the model has none.
   std::vector<float> rope_freqs;

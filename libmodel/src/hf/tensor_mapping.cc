@@ -176,6 +176,7 @@ std::optional<Target> map_name(const HfArchitecture& a, std::string_view name) {
   }
   if (!starts_with(name, "layers.")) return std::nullopt;
   const auto layer = split_layer(name.substr(7));
+  if (layer && layer->first >= a.n_layer && layer->first - a.n_layer < a.n_extra_layers) return Target{"", Change::Skip};
   if (!layer || layer->first >= a.n_layer) return std::nullopt;
   return map_layer_part(a, layer->first, layer->second);
 }

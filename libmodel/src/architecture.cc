@@ -5,7 +5,7 @@
 namespace lamina::model {
 namespace {
 
-constexpr std::array<ArchSpec, 9> kArchs = [] {
+constexpr std::array<ArchSpec, 10> kArchs = [] {
   ArchSpec llama{.name = "llama", .experts_optional = true, .sliding_window_layers = WindowLayers::All};
 
   ArchSpec qwen2{.name = "qwen2", .rope = RopeKind::Neox};
@@ -34,8 +34,9 @@ constexpr std::array<ArchSpec, 9> kArchs = [] {
   ArchSpec gpt_oss{.name = "gpt-oss", .rope = RopeKind::Neox, .ffn = FfnKind::MoeGatedSilu,
                    .sliding_window_layers = WindowLayers::Even, .attention_sinks = true,
                    .expert_activation = ExpertActivation::SwigluOai, .ffn_norm_name = "post_attention_norm"};
+  ArchSpec deepseek2{.name = "deepseek2", .ffn = FfnKind::MoeGatedSilu, .latent_attention = true};
 
-  return std::array<ArchSpec, 9>{llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2, gemma3, gpt_oss};
+  return std::array<ArchSpec, 10>{llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2, gemma3, gpt_oss, deepseek2};
 }();
 
 }  // namespace
@@ -48,7 +49,7 @@ const ArchSpec* find_arch(std::string_view name) {
 }
 
 std::string_view supported_archs() {
-  return "llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2, gemma3, gpt-oss";
+  return "llama, qwen2, qwen3, qwen3moe, phi3, gpt2, gemma2, gemma3, gpt-oss, deepseek2";
 }
 
 }  // namespace lamina::model

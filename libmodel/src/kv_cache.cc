@@ -1,5 +1,6 @@
 #include "lamina/model/kv_cache.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "cpu/vector_kernels.h"
@@ -12,15 +13,18 @@ KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options)
       n_seq_(options.n_seq),
       k_dim_(config.k_dim()),
       v_dim_(config.v_dim()),
+      values_in_keys_(config.latent_attention()),
       type_(options.type),
       elem_bytes_(options.type == KvType::F32 ? 4 : 2) {
   if (n_ctx_ == 0 || n_seq_ == 0) throw ModelError("KV cache needs at least one position and one sequence");
+  if (values_in_keys_ && v_dim_ > k_dim_) throw ModelError("KV cache: values stored in keys must not be wider");
   k_bytes_per_seq_ = std::size_t{n_layer_} * n_ctx_ * k_dim_ * elem_bytes_;
-  const std::size_t v_per_seq = std::size_t{n_layer_} * n_ctx_ * v_dim_ * elem_bytes_;
+  const std::size_t v_per_seq = values_in_keys_ ? 0 : std::size_t{n_layer_} * n_ctx_ * v_dim_ * elem_bytes_;
   storage_.resize((k_bytes_per_seq_ + v_per_seq) * n_seq_);
 }
 
 std::size_t KvCache::offset(bool value, uint32_t seq, uint32_t layer, uint32_t pos) const {
+  if (values_in_keys_) value = false;
   const std::size_t dim = value ? v_dim_ : k_dim_;
   const std::size_t v_bytes_per_seq = std::size_t{n_layer_} * n_ctx_ * v_dim_ * elem_bytes_;
   std::size_t base = value ? k_bytes_per_seq_ * n_seq_ + v_bytes_per_seq * seq : k_bytes_per_seq_ * seq;
@@ -28,6 +32,7 @@ std::size_t KvCache::offset(bool value, uint32_t seq, uint32_t layer, uint32_t p
 }
 
 void KvCache::store(bool value, uint32_t seq, uint32_t layer, uint32_t pos, const float* src) {
+  if (value && values_in_keys_) throw ModelError("KV cache: this model's values are stored with its keys");
   const std::size_t dim = value ? v_dim_ : k_dim_;
   std::byte* dst = storage_.data() + offset(value, seq, layer, pos);
   if (type_ == KvType::F32) {
@@ -38,6 +43,14 @@ void KvCache::store(bool value, uint32_t seq, uint32_t layer, uint32_t pos, cons
 }
 
 void KvCache::load(bool value, uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const {
+  if (value && values_in_keys_) {
+    std::vector<float> row(k_dim_);
+    for (uint32_t i = 0; i < n_pos; ++i) {
+      load(false, seq, layer, pos0 + i, 1, row.data());
+      std::copy_n(row.data(), v_dim_, out + std::size_t{i} * v_dim_);
+    }
+    return;
+  }
   const std::size_t n = std::size_t{n_pos} * (value ? v_dim_ : k_dim_);
   const std::byte* src = storage_.data() + offset(value, seq, layer, pos0);
   if (type_ == KvType::F32) {

@@ -35,7 +35,7 @@ std::vector<double> rope_inverse_frequencies(const ModelConfig& c, const Weights
 }
 
 double rope_magnitude(const ModelConfig& c) {
-  return c.rope.yarn_orig_ctx > 0 ? 1.0 + 0.1 * std::log(1.0 / c.rope.freq_scale) : 1.0;
+  return c.rope.magnitude;
 }
 
 }  // namespace lamina::model

@@ -18,8 +18,8 @@ namespace lamina::model {
 // local base when `local`).
 std::vector<double> rope_inverse_frequencies(const ModelConfig& c, const Weights& w, bool local);
 
-// The factor of the main table's cos and sin: YaRN's 1 + 0.1 ln(1 / freq_scale),
-// else 1 (the local base is never YaRN-scaled).
+// The factor of the main table's cos and sin (RopeConfig::magnitude; the
+// local base is never YaRN-scaled).
 double rope_magnitude(const ModelConfig& c);
 
 }  // namespace lamina::model

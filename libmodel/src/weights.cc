@@ -72,7 +72,26 @@ class Binder {
   Weights& w_;
 };
 
+// deepseek2's tensors, in llama.cpp's split layout (attn_k_b, attn_v_b).
+void bind_latent_attention(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& l) {
+  const LatentAttentionConfig& m = c.mla;
+  const uint32_t q_width = c.n_head * m.q_head_dim();
+  if (m.q_lora_rank > 0) {
+    l.wq_a = b.matrix(p + "attn_q_a.weight", c.n_embd, m.q_lora_rank);
+    l.q_a_norm = b.vector(p + "attn_q_a_norm.weight", m.q_lora_rank);
+    l.wq_b = b.matrix(p + "attn_q_b.weight", m.q_lora_rank, q_width);
+  } else {
+    l.wq = b.matrix(p + "attn_q.weight", c.n_embd, q_width);
+  }
+  l.wkv_a = b.matrix(p + "attn_kv_a_mqa.weight", c.n_embd, m.kv_lora_rank + m.rope_dim);
+  l.kv_a_norm = b.vector(p + "attn_kv_a_norm.weight", m.kv_lora_rank);
+  l.wk_b = b.matrix(p + "attn_k_b.weight", m.nope_dim, m.kv_lora_rank, true, c.n_head);
+  l.wv_b = b.matrix(p + "attn_v_b.weight", m.kv_lora_rank, m.value_dim, true, c.n_head);
+  l.wo = b.matrix(p + "attn_output.weight", c.n_head * m.value_dim, c.n_embd);
+}
+
 void bind_attention(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& l) {
+  if (c.latent_attention()) return bind_latent_attention(b, c, p, l);
   const uint32_t qd = c.q_dim(), kd = c.k_dim(), vd = c.v_dim();
   if (c.arch->qkv == Layout::Fused) {
     l.wqkv = b.matrix(p + "attn_qkv.weight", c.n_embd, qd + kd + vd);
@@ -95,10 +114,11 @@ void bind_attention(Binder& b, const ModelConfig& c, const std::string& p, Layer
   if (c.arch->attention_sinks) l.attn_sinks = b.vector(p + "attn_sinks.weight", c.n_head);
 }
 
-void bind_ffn(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& l) {
-  switch (c.ffn()) {
+void bind_ffn(Binder& b, const ModelConfig& c, uint32_t layer, const std::string& p, LayerWeights& l) {
+  switch (c.ffn(layer)) {
     case FfnKind::MoeGatedSilu:
       l.router = b.matrix(p + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
+      l.expert_selection_bias = b.vector(p + "exp_probs_b.bias", c.n_expert, false);
       l.gate_exps = b.matrix(p + "ffn_gate_exps.weight", c.n_embd, c.n_ff_expert, true, c.n_expert);
       l.up_exps = b.matrix(p + "ffn_up_exps.weight", c.n_embd, c.n_ff_expert, true, c.n_expert);
       l.down_exps = b.matrix(p + "ffn_down_exps.weight", c.n_ff_expert, c.n_embd, true, c.n_expert);
@@ -107,6 +127,12 @@ void bind_ffn(Binder& b, const ModelConfig& c, const std::string& p, LayerWeight
         l.gate_exps_bias = b.vector(p + "ffn_gate_exps.bias", c.n_ff_expert, true, c.n_expert);
         l.up_exps_bias = b.vector(p + "ffn_up_exps.bias", c.n_ff_expert, true, c.n_expert);
         l.down_exps_bias = b.vector(p + "ffn_down_exps.bias", c.n_embd, true, c.n_expert);
+      }
+      if (c.n_expert_shared > 0) {
+        const uint32_t shared = c.n_ff_expert * c.n_expert_shared;
+        l.gate_shexp = b.matrix(p + "ffn_gate_shexp.weight", c.n_embd, shared);
+        l.up_shexp = b.matrix(p + "ffn_up_shexp.weight", c.n_embd, shared);
+        l.down_shexp = b.matrix(p + "ffn_down_shexp.weight", shared, c.n_embd);
       }
       return;
     case FfnKind::Gelu:
@@ -155,7 +181,7 @@ Weights bind_weights(const gguf::GgufFile& file, const ModelConfig& c) {
     bind_attention(b, c, p, l);
     l.ffn_norm = b.vector(p + std::string(c.arch->ffn_norm_name) + ".weight", c.n_embd);
     if (layer_norm) l.ffn_norm_bias = b.vector(p + "ffn_norm.bias", c.n_embd, false);
-    bind_ffn(b, c, p, l);
+    bind_ffn(b, c, i, p, l);
   }
   return w;
 }

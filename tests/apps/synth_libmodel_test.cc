@@ -54,7 +54,7 @@ TEST(SynthTokenizer, EncodesAndDecodesText) {
 
 TEST(SynthModel, LaterArchitecturePresetsRun) {
   ScratchDir dir("synth_model_load");
-  for (const std::string preset : {"tiny-mixtral", "tiny-gemma3", "tiny-gpt-oss"}) {
+  for (const std::string preset : {"tiny-mixtral", "tiny-gemma3", "tiny-gpt-oss", "tiny-deepseek2"}) {
     SCOPED_TRACE(preset);
     const std::string type = preset == "tiny-gpt-oss" ? "MXFP4_MOE" : "Q4_K_M";
     const auto model = model::Model::load(write_preset(dir, preset, {"--type", type}));
@@ -68,6 +68,11 @@ TEST(SynthModel, LaterArchitecturePresetsRun) {
       EXPECT_EQ(c.rope.yarn_orig_ctx, 4096u);
       EXPECT_EQ(model->weights().layers[0].gate_exps.format, quant::QuantFormat::MXFP4);
       EXPECT_EQ(model->weights().layers[0].wq.format, quant::QuantFormat::Q8_0);
+    } else if (preset == "tiny-deepseek2") {
+      EXPECT_TRUE(c.latent_attention());
+      EXPECT_EQ(c.n_dense_lead, 1u);
+      EXPECT_EQ(c.n_expert_shared, 1u);
+      EXPECT_EQ(c.mla.kv_lora_rank, 128u);
     } else {
       EXPECT_EQ(c.arch->name, "gemma3");
       EXPECT_EQ(c.sliding_window_pattern, 3u);

@@ -49,6 +49,12 @@ Edit set_key(const std::string& key, gguf::Value value) {
   };
 }
 
+Edit drop_key(const std::string& key) {
+  return [=](std::vector<gguf::KeyValue>& md, std::vector<gguf::TensorInfo>&) {
+    std::erase_if(md, [&](const gguf::KeyValue& kv) { return kv.key == key; });
+  };
+}
+
 Edit drop_tensor(const std::string& name) {
   return [=](std::vector<gguf::KeyValue>&, std::vector<gguf::TensorInfo>& tensors) {
     std::erase_if(tensors, [&](const gguf::TensorInfo& t) { return t.name == name; });
@@ -121,7 +127,7 @@ TEST_F(ArchErrors, GptOssYarnKeys) {
   EXPECT_EQ(load_error("gptoss.f32", set_key("gpt-oss.rope.scaling.factor", gguf::Value::f32(0.5f))),
             "gpt-oss: rope.scaling.factor 0.500000 must be at least 1 for YaRN");
   EXPECT_EQ(load_error("gptoss.f32", set_key("gpt-oss.rope.scaling.original_context_length", gguf::Value::u32(0))),
-            "gpt-oss: YaRN needs rope.scaling.original_context_length");
+            "gpt-oss: YaRN needs rope.scaling.original_context_length (or context_length)");
   EXPECT_EQ(load_error("gptoss.f32", set_key("gpt-oss.rope.scaling.yarn_beta_fast", gguf::Value::f32(-1.0f))),
             "gpt-oss: rope.scaling.yarn_beta_fast and yarn_beta_slow must be positive");
   const auto file = gguf::GgufFile::open(kArchs / "gptoss.f32.gguf");
@@ -147,6 +153,73 @@ TEST_F(ArchErrors, Gemma3LargestSizeAttentionScale) {
     const ModelConfig c = load_config(file);
     EXPECT_FLOAT_EQ(c.attn_scale, 1.0f / std::sqrt(n_layer == 62 ? 128.0f : 64.0f)) << n_layer << " layers";
   }
+}
+
+// Each edit of deepseek2.f32 and the message it must give.
+struct Refusal {
+  Edit edit;
+  std::string message;
+};
+
+Edit both(Edit a, Edit b) {
+  return [=](std::vector<gguf::KeyValue>& md, std::vector<gguf::TensorInfo>& t) { a(md, t), b(md, t); };
+}
+
+TEST_F(ArchErrors, Deepseek2HostileFiles) {
+  if (!fs::exists(kArchs / "deepseek2.f32.gguf")) GTEST_SKIP() << "no deepseek2.f32.gguf";
+  using gguf::Value;
+  const std::string k = "deepseek2.";
+  const Refusal refusals[] = {
+      // Latent attention.
+      {set_key(k + "attention.head_count_kv", Value::u32(4)),
+       "deepseek2: attention.head_count_kv is 4 (latent attention caches one shared row: 1)"},
+      {drop_key(k + "attention.key_length_mla"),
+       "deepseek2: missing attention.key_length_mla / value_length_mla (a file from before the split "
+       "attn_k_b/attn_v_b layout: convert it again with a current converter)"},
+      {set_key(k + "attention.key_length_mla", Value::u32(32)),
+       "deepseek2: attention.key_length_mla 32 must exceed rope.dimension_count 32"},
+      {set_key(k + "attention.kv_lora_rank", Value::u32(0)), "deepseek2: attention.kv_lora_rank must be positive"},
+      {set_key(k + "attention.kv_lora_rank", Value::u32(96)),
+       "deepseek2: attention.key_length 160 must be kv_lora_rank + rope.dimension_count (128)"},
+      {drop_key(k + "attention.kv_lora_rank"), "missing metadata key 'deepseek2.attention.kv_lora_rank'"},
+      {drop_tensor("blk.1.attn_k_b.weight"), "missing tensor 'blk.1.attn_k_b.weight'"},
+      {set_key(k + "attention.q_lora_rank", Value::u32(64)), "missing tensor 'blk.0.attn_q_a.weight'"},
+      {set_key(k + "rope.scaling.factor", Value::f32(0.5f)), "deepseek2: rope.scaling.factor 0.500000 must be at least 1 for YaRN"},
+      {set_key(k + "rope.scaling.yarn_beta_fast", Value::f32(-1.0f)),
+       "deepseek2: rope.scaling.yarn_beta_fast and yarn_beta_slow must be positive"},
+      {set_key(k + "rope.scaling.original_context_length", Value::u32(0)),
+       "deepseek2: YaRN needs rope.scaling.original_context_length (or context_length)"},
+      // Experts; with 2 leading dense layers, layer 1 needs dense tensors it does not have.
+      {set_key(k + "leading_dense_block_count", Value::u32(3)),
+       "deepseek2: leading_dense_block_count 3 exceeds block_count 2"},
+      {set_key(k + "leading_dense_block_count", Value::u32(2)), "missing tensor 'blk.1.ffn_gate.weight'"},
+      {set_key(k + "expert_gating_func", Value::u32(3)),
+       "deepseek2: expert_gating_func 3 is not supported (1 softmax, 2 sigmoid)"},
+      {set_key(k + "expert_weights_scale", Value::f32(NAN)), "deepseek2: expert_weights_scale must be positive"},
+      {set_key(k + "expert_weights_norm", Value::u32(1)), "metadata 'deepseek2.expert_weights_norm' is not a boolean"},
+      {set_key(k + "expert_shared_count", Value::u32(2)),
+       "tensor 'blk.1.ffn_gate_shexp.weight' has shape [256, 128], expected [256, 256]"},
+      {drop_tensor("blk.1.ffn_down_shexp.weight"), "missing tensor 'blk.1.ffn_down_shexp.weight'"},
+      {both(set_key(k + "expert_group_count", Value::u32(2)), set_key(k + "expert_group_used_count", Value::u32(1))),
+       "deepseek2: group-limited expert routing (expert_group_count 2, expert_group_used_count 1) is not "
+       "supported"},
+  };
+  for (const Refusal& r : refusals) EXPECT_EQ(load_error("deepseek2.f32", r.edit), r.message);
+}
+
+TEST_F(ArchErrors, Deepseek2ReadAsLlamaCppReadsIt) {
+  if (!fs::exists(kArchs / "deepseek2.f32.gguf")) GTEST_SKIP() << "no deepseek2.f32.gguf";
+  // Softmax, no renormalisation, x2.
+  const auto file = gguf::GgufFile::open(kArchs / "deepseek2.f32.gguf");
+  const ModelConfig c = load_config(file);
+  EXPECT_EQ(c.expert_gating, ExpertGating::Softmax);
+  EXPECT_FALSE(c.expert_weights_norm);
+  EXPECT_EQ(c.expert_weights_scale, 2.0f);
+  EXPECT_EQ(c.n_dense_lead, 1u);
+  EXPECT_EQ(c.mla.nope_dim, 64u);
+  EXPECT_EQ(c.mla.value_dim, 64u);
+  // mscale^2 / sqrt(96), mscale = 1 + 0.0707 ln 40 (archs/README.md: 0.162241).
+  EXPECT_NEAR(c.attn_scale, 0.162241f, 1e-6f);
 }
 
 }  // namespace

@@ -235,7 +235,7 @@ std::vector<std::string> arch_models() {
     for (const char* prec : {"f32", "q8_0", "q4_k_m"}) names.push_back(std::string(arch) + "." + prec);
   // Added later, with the precisions archs/README.md ships for them.
   for (const char* model : {"mixtral.f32", "mixtral.q4_k_m", "gemma3.f32", "gemma3.q4_k_m", "gptoss.f32",
-                            "gptoss.q8_0", "gptoss.mxfp4_moe"})
+                            "gptoss.q8_0", "gptoss.mxfp4_moe", "deepseek2.f32", "deepseek2.q4_k_m"})
     names.push_back(model);
   return names;
 }
@@ -279,7 +279,8 @@ TEST_P(ForwardInvariance, BatchingAndThreadsDoNotChangeLogits) {
   EXPECT_EQ(seq_a, expected) << "interleaved with another sequence, chunks of 3";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ForwardInvariance, ::testing::Values("qwen2.q4_k_m", "mixtral.q4_k_m", "gptoss.mxfp4_moe"),
+INSTANTIATE_TEST_SUITE_P(Models, ForwardInvariance,
+                         ::testing::Values("qwen2.q4_k_m", "mixtral.q4_k_m", "gptoss.mxfp4_moe", "deepseek2.q4_k_m"),
                          test_name);
 
 // Weights in a packed layout (quantized at load to each format that has

@@ -163,8 +163,100 @@ Activations attention(const ModelState& s, const Activations& q, const LayerCach
   return out;
 }
 
+// deepseek2's rotation: NORM pairs over the n_rot rotated values, with
+// YaRN's frequency ramp where the file asks for it. llama.cpp cancels
+// YaRN's magnitude factor for this architecture, so none is applied.
+void rope_latent(const ModelConfig& c, double* v, size_t pos) {
+  const double n = c.n_rot;
+  double low = 0.0, high = 0.0;
+  if (c.yarn_orig_ctx > 0) {
+    const auto dim_of = [&](double turns) {
+      return n * std::log(c.yarn_orig_ctx / (turns * 2.0 * M_PI)) / (2.0 * std::log(c.rope_base));
+    };
+    low = std::max(0.0, std::floor(dim_of(32.0)));
+    high = std::min(n - 1.0, std::ceil(dim_of(1.0)));
+  }
+  for (size_t i = 0; i < c.n_rot / 2; ++i) {
+    const double extrap = static_cast<double>(pos) * std::pow(c.rope_base, -2.0 * static_cast<double>(i) / n);
+    double theta = extrap;
+    if (c.yarn_orig_ctx > 0) {
+      const double ramp = 1.0 - std::clamp((static_cast<double>(i) - low) / std::max(0.001, high - low), 0.0, 1.0);
+      theta = extrap / c.yarn_factor * (1.0 - ramp) + extrap * ramp;
+    }
+    const double x0 = v[2 * i], x1 = v[2 * i + 1];
+    v[2 * i] = x0 * std::cos(theta) - x1 * std::sin(theta);
+    v[2 * i + 1] = x0 * std::sin(theta) + x1 * std::cos(theta);
+  }
+}
+
+// Multi-head latent attention, expanded: each head's key [K_b[h] c; k_pe]
+// and value V_b[h] c from the cached latent c and rotated k_pe. Where ggml
+// quantizes activations into quantized K_b/V_b, it runs the absorbed form
+// (q_nope through K_b^T, the weighted latent through V_b), whose inputs are
+// then the ones rounded; so does this pass in that case.
+Activations latent_attention_block(ModelState& s, size_t il, const Activations& x) {
+  const ModelConfig& c = s.config;
+  const LayerWeights& l = s.weights.layers[il];
+  const bool q8 = quantize_activations(s);
+  const size_t R = c.kv_lora_rank, rot = c.n_rot, nope = c.nope_dim, qhd = nope + rot;
+  Activations q = c.q_lora_rank > 0 ? matvec(l.wq_b, rms_norm(matvec(l.wq_a, x, q8), l.q_a_norm, c.norm_eps), q8)
+                                    : matvec(l.wq, x, q8);
+  Activations kv = matvec(l.wkv_a, x, q8);
+  const Activations latent = rms_norm(std::span<const double>(kv.data(), R), l.kv_a_norm, c.norm_eps);
+  std::copy(latent.begin(), latent.end(), kv.begin());
+  rope_latent(c, kv.data() + R, s.n_past);
+  for (size_t h = 0; h < c.n_head; ++h) rope_latent(c, q.data() + h * qhd + nope, s.n_past);
+  LayerCache& cache = s.cache[il];
+  cache.keys.push_back(kv);
+  const size_t n_pos = cache.keys.size();
+  const bool absorbed = q8 && l.k_b[0].format != quant::QuantFormat::F32;
+  double mscale = 1.0;
+  if (c.yarn_orig_ctx > 0) mscale = 1.0 + c.yarn_log_multiplier * std::log(c.yarn_factor);
+  const double scale = mscale * mscale / std::sqrt(static_cast<double>(qhd));
+
+  Activations heads(size_t{c.n_head} * c.value_dim, 0.0);
+  for (size_t h = 0; h < c.n_head; ++h) {
+    const double* qh = q.data() + h * qhd;
+    const Matrix& kb = l.k_b[h];  // kv_lora rows of nope values
+    Activations q_latent;
+    if (absorbed) q_latent = matvec(kb, std::span<const double>(qh, nope), true);
+    std::vector<double> scores;
+    for (size_t p = 0; p < n_pos; ++p) {
+      const Activations& ck = cache.keys[p];
+      double score = 0.0;
+      if (absorbed) {
+        for (size_t r = 0; r < R; ++r) score += q_latent[r] * ck[r];
+      } else {
+        for (size_t d = 0; d < nope; ++d) {
+          double k = 0.0;
+          for (size_t r = 0; r < R; ++r) k += double{kb.row(r)[d]} * ck[r];
+          score += qh[d] * k;
+        }
+      }
+      for (size_t d = 0; d < rot; ++d) score += qh[nope + d] * ck[R + d];
+      scores.push_back(score * scale);
+    }
+    softmax(scores);
+    double* out = heads.data() + h * c.value_dim;
+    if (absorbed) {
+      Activations weighted(R, 0.0);
+      for (size_t p = 0; p < n_pos; ++p)
+        for (size_t r = 0; r < R; ++r) weighted[r] += scores[p] * cache.keys[p][r];
+      const Activations v = matvec(l.v_b[h], weighted, true);
+      std::copy(v.begin(), v.end(), out);
+    } else {
+      for (size_t p = 0; p < n_pos; ++p) {
+        const Activations v = matvec(l.v_b[h], std::span<const double>(cache.keys[p].data(), R), false);
+        for (size_t d = 0; d < c.value_dim; ++d) out[d] += scores[p] * v[d];
+      }
+    }
+  }
+  return matvec(l.wo, heads, q8);
+}
+
 Activations attention_block(ModelState& s, size_t il, const Activations& x) {
   const ModelConfig& c = s.config;
+  if (c.arch.latent_attention) return latent_attention_block(s, il, x);
   const LayerWeights& l = s.weights.layers[il];
   const size_t pos = s.n_past;
   Qkv qkv = project_qkv(s, l, x);
@@ -199,19 +291,28 @@ Activations oai_expert(const ModelState& s, const LayerWeights& l, size_t e, con
   return matvec(l.expert_down[e], a, q8, l.expert_down_bias[e]);
 }
 
-// Softmax router, top-k experts, their weights renormalised to sum to 1
-// (for gpt-oss the same as a softmax over the top-k logits).
+// Router (with gpt-oss's bias; softmax, or sigmoid), top-k experts by gate (+ selection bias),
+// their weights renormalised to sum to 1 where the model says so, times the
+// weight scale; plus the shared experts.
 Activations mixture_of_experts(const ModelState& s, const LayerWeights& l, const Activations& x) {
   const ModelConfig& c = s.config;
   const bool q8 = quantize_activations(s);
   Activations probs = matvec(l.router, x, q8, l.router_bias);
-  softmax(probs);
+  if (c.sigmoid_gating) {
+    for (double& p : probs) p = 1.0 / (1.0 + std::exp(-p));
+  } else {
+    softmax(probs);
+  }
+  Activations select = probs;
+  for (size_t e = 0; e < l.expert_bias.size(); ++e) select[e] += l.expert_bias[e];
   std::vector<size_t> order(c.n_expert);
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return probs[a] > probs[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return select[a] > select[b]; });
   order.resize(c.n_expert_used);
   double total = 0.0;
   for (size_t e : order) total += probs[e];
+  if (!c.expert_weights_norm) total = 1.0;
+  total /= c.expert_weights_scale;
 
   Activations out(c.n_embd, 0.0);
   for (size_t e : order) {
@@ -220,12 +321,16 @@ Activations mixture_of_experts(const ModelState& s, const LayerWeights& l, const
                                                          matvec(l.expert_up[e], x, q8), l.expert_down[e]);
     for (size_t i = 0; i < out.size(); ++i) out[i] += probs[e] / total * y[i];
   }
+  if (!l.shexp_gate.values.empty()) {
+    const Activations y = gated_ffn(s, matvec(l.shexp_gate, x, q8), matvec(l.shexp_up, x, q8), l.shexp_down);
+    add_in_place(out, y);
+  }
   return out;
 }
 
-Activations ffn_block(const ModelState& s, const LayerWeights& l, const Activations& x) {
+Activations ffn_block(const ModelState& s, size_t il, const LayerWeights& l, const Activations& x) {
   const bool q8 = quantize_activations(s);
-  switch (s.config.arch.ffn) {
+  switch (il < s.config.n_dense_lead ? FfnKind::Gated : s.config.arch.ffn) {
     case FfnKind::Gated:
       return gated_ffn(s, matvec(l.ffn_gate, x, q8), matvec(l.ffn_up, x, q8), l.ffn_down);
     case FfnKind::GatedFused: {
@@ -252,7 +357,7 @@ void transformer_block(ModelState& s, size_t il, Activations& x) {
   Activations attn = attention_block(s, il, norm(s, x, l.attn_norm, l.attn_norm_bias));
   if (post) attn = rms_norm(attn, l.post_attention_norm, s.config.norm_eps);
   add_in_place(x, attn);
-  Activations ffn = ffn_block(s, l, norm(s, x, l.ffn_norm, l.ffn_norm_bias));
+  Activations ffn = ffn_block(s, il, l, norm(s, x, l.ffn_norm, l.ffn_norm_bias));
   if (post) ffn = rms_norm(ffn, l.post_ffw_norm, s.config.norm_eps);
   add_in_place(x, ffn);
 }

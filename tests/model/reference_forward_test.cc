@@ -210,7 +210,9 @@ std::vector<std::string> arch_models() {
     for (const char* precision : {"f32", "q8_0", "q4_k_m"}) out.push_back(std::string(arch) + "." + precision);
   }
   // Added later, with the precisions archs/README.md ships for them.
-  for (const char* model : {"mixtral.f32", "mixtral.q4_k_m", "gemma3.f32", "gemma3.q4_k_m"}) out.push_back(model);
+  for (const char* model :
+       {"mixtral.f32", "mixtral.q4_k_m", "gemma3.f32", "gemma3.q4_k_m", "deepseek2.f32", "deepseek2.q4_k_m"})
+    out.push_back(model);
   return out;
 }
 

@@ -14,7 +14,7 @@ using gguf::TensorInfo;
 
 // One row per supported architecture. Columns: norm, rope, ffn, activation,
 // then the optional features by name.
-const std::array<ArchTraits, 9> kArchitectures = {{
+const std::array<ArchTraits, 10> kArchitectures = {{
     {.name = "llama", .norm = NormKind::Rms, .rope = RopeKind::Norm,
      .ffn = FfnKind::Gated, .activation = Activation::Silu},
     {.name = "qwen2", .norm = NormKind::Rms, .rope = RopeKind::Neox,
@@ -38,6 +38,8 @@ const std::array<ArchTraits, 9> kArchitectures = {{
      .ffn = FfnKind::MixtureOfExperts, .activation = Activation::Silu,
      .sliding_window_on_even_layers = true, .attention_sinks = true, .oai_experts = true,
      .ffn_norm = "post_attention_norm"},
+    {.name = "deepseek2", .norm = NormKind::Rms, .rope = RopeKind::Norm,
+     .ffn = FfnKind::MixtureOfExperts, .activation = Activation::Silu, .latent_attention = true},
 }};
 
 // Metadata lookups under the architecture's prefix.
@@ -130,6 +132,23 @@ class WeightLoader {
   const GgufFile& file_;
 };
 
+void load_latent_attention(const WeightLoader& w, const ModelConfig& c, const std::string& p, LayerWeights& l) {
+  l.wkv_a = w.matrix(p + "attn_kv_a_mqa.weight", c.n_embd, c.kv_lora_rank + c.n_rot);
+  l.kv_a_norm = w.vector(p + "attn_kv_a_norm.weight", c.kv_lora_rank);
+  l.k_b = w.experts(p + "attn_k_b.weight", c.nope_dim, c.kv_lora_rank, c.n_head);
+  l.v_b = w.experts(p + "attn_v_b.weight", c.kv_lora_rank, c.value_dim, c.n_head);
+  l.wo = w.matrix(p + "attn_output.weight", size_t{c.n_head} * c.value_dim, c.n_embd);
+  // Queries: straight, or through the rank-q_lora_rank bottleneck (V2/V3 full).
+  const size_t q_width = size_t{c.n_head} * (c.nope_dim + c.n_rot);
+  if (c.q_lora_rank == 0) {
+    l.wq = w.matrix(p + "attn_q.weight", c.n_embd, q_width);
+    return;
+  }
+  l.wq_a = w.matrix(p + "attn_q_a.weight", c.n_embd, c.q_lora_rank);
+  l.q_a_norm = w.vector(p + "attn_q_a_norm.weight", c.q_lora_rank);
+  l.wq_b = w.matrix(p + "attn_q_b.weight", c.q_lora_rank, q_width);
+}
+
 LayerWeights load_layer(const WeightLoader& w, const ModelConfig& c, uint32_t il) {
   const std::string p = "blk." + std::to_string(il) + ".";
   const ArchTraits& a = c.arch;
@@ -142,7 +161,9 @@ LayerWeights load_layer(const WeightLoader& w, const ModelConfig& c, uint32_t il
   LayerWeights l;
   l.attn_norm = w.vector(p + "attn_norm.weight", c.n_embd);
   l.attn_norm_bias = w.vector(p + "attn_norm.bias", c.n_embd, !layer_norm);
-  if (a.fused_qkv) {
+  if (a.latent_attention) {
+    load_latent_attention(w, c, p, l);
+  } else if (a.fused_qkv) {
     l.wqkv = w.matrix(p + "attn_qkv.weight", c.n_embd, q_width + k_width + v_width);
     l.bqkv = w.vector(p + "attn_qkv.bias", q_width + k_width + v_width, true);
   } else {
@@ -153,12 +174,14 @@ LayerWeights load_layer(const WeightLoader& w, const ModelConfig& c, uint32_t il
     l.bk = w.vector(p + "attn_k.bias", k_width, true);
     l.bv = w.vector(p + "attn_v.bias", v_width, true);
   }
+  if (!a.latent_attention) {
+    l.wo = w.matrix(p + "attn_output.weight", value_width, c.n_embd);
+    l.bo = w.vector(p + "attn_output.bias", c.n_embd, true);
+  }
   if (a.qk_norm) {
     l.q_norm = w.vector(p + "attn_q_norm.weight", c.head_dim_k);
     l.k_norm = w.vector(p + "attn_k_norm.weight", c.head_dim_k);
   }
-  l.wo = w.matrix(p + "attn_output.weight", value_width, c.n_embd);
-  l.bo = w.vector(p + "attn_output.bias", c.n_embd, true);
   if (a.post_norms) {
     l.post_attention_norm = w.vector(p + "post_attention_norm.weight", c.n_embd);
     l.post_ffw_norm = w.vector(p + "post_ffw_norm.weight", c.n_embd);
@@ -167,7 +190,8 @@ LayerWeights load_layer(const WeightLoader& w, const ModelConfig& c, uint32_t il
   l.ffn_norm = w.vector(p + std::string(a.ffn_norm) + ".weight", c.n_embd);
   if (a.attention_sinks) l.attn_sinks = w.vector(p + "attn_sinks.weight", c.n_head);
   l.ffn_norm_bias = w.vector(p + "ffn_norm.bias", c.n_embd, !layer_norm);
-  switch (a.ffn) {
+  const bool dense_lead = il < c.n_dense_lead;
+  switch (dense_lead ? FfnKind::Gated : a.ffn) {
     case FfnKind::Gated:
       l.ffn_gate = w.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff);
       l.ffn_up = w.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff);
@@ -191,6 +215,13 @@ LayerWeights load_layer(const WeightLoader& w, const ModelConfig& c, uint32_t il
         l.expert_gate_bias = w.expert_biases(p + "ffn_gate_exps.bias", c.n_ff_expert, c.n_expert);
         l.expert_up_bias = w.expert_biases(p + "ffn_up_exps.bias", c.n_ff_expert, c.n_expert);
         l.expert_down_bias = w.expert_biases(p + "ffn_down_exps.bias", c.n_embd, c.n_expert);
+      }
+      l.expert_bias = w.vector(p + "exp_probs_b.bias", c.n_expert, true);
+      if (c.n_expert_shared > 0) {
+        const size_t width = size_t{c.n_ff_expert} * c.n_expert_shared;
+        l.shexp_gate = w.matrix(p + "ffn_gate_shexp.weight", c.n_embd, width);
+        l.shexp_up = w.matrix(p + "ffn_up_shexp.weight", c.n_embd, width);
+        l.shexp_down = w.matrix(p + "ffn_down_shexp.weight", width, c.n_embd);
       }
       break;
   }
@@ -246,6 +277,7 @@ ModelConfig read_config(const GgufFile& file) {
   if (scaling == "yarn") {
     c.yarn_factor = h.f32("rope.scaling.factor");
     c.yarn_orig_ctx = h.u32("rope.scaling.original_context_length");
+    c.yarn_log_multiplier = h.f32_or("rope.scaling.yarn_log_multiplier", 0.0);
   }
   // llama.cpp's llama loader switches to experts when expert_count > 0
   // (Mixtral), whose width is then feed_forward_length.
@@ -256,6 +288,18 @@ ModelConfig read_config(const GgufFile& file) {
     c.n_ff_expert = h.u32_or("expert_feed_forward_length", c.n_ff);
     require(c.n_expert_used > 0 && c.n_expert_used <= c.n_expert,
             arch + ": expert_used_count must be in 1..expert_count");
+  }
+  if (c.arch.latent_attention) {
+    c.q_lora_rank = h.u32_or("attention.q_lora_rank", 0);
+    c.kv_lora_rank = h.u32("attention.kv_lora_rank");
+    c.nope_dim = h.u32("attention.key_length_mla") - c.n_rot;
+    c.value_dim = h.u32("attention.value_length_mla");
+    c.n_expert_shared = h.u32_or("expert_shared_count", 0);
+    c.n_dense_lead = h.u32_or("leading_dense_block_count", 0);
+    c.expert_weights_scale = h.f32_or("expert_weights_scale", 1.0);
+    const std::string norm_key = std::string(arch) + ".expert_weights_norm";
+    c.expert_weights_norm = file.contains(norm_key) && file.get_bool(norm_key);
+    c.sigmoid_gating = h.u32_or("expert_gating_func", 1) == 2;
   }
   const TensorInfo& embd = file.tensor("token_embd.weight");
   require(embd.n_dims == 2 && embd.ne[0] == c.n_embd, "token_embd.weight: row length is not n_embd");

@@ -48,6 +48,9 @@ struct ArchTraits {
   bool attention_sinks = false;
   bool oai_experts = false;
   std::string_view ffn_norm = "ffn_norm";
+  // deepseek2: multi-head latent attention, leading dense layers, shared
+  // experts, gating and weight scale from the file, YaRN.
+  bool latent_attention = false;
 };
 
 // The table entry for `arch` ("llama", "qwen2", ...); throws std::runtime_error
@@ -80,6 +83,14 @@ struct ModelConfig {
   uint32_t n_expert = 0;
   uint32_t n_expert_used = 0;
   uint32_t n_ff_expert = 0;
+  // deepseek2
+  uint32_t n_expert_shared = 0;
+  uint32_t n_dense_lead = 0;
+  bool sigmoid_gating = false;
+  bool expert_weights_norm = true;
+  double expert_weights_scale = 1.0;
+  uint32_t q_lora_rank = 0, kv_lora_rank = 0, nope_dim = 0, value_dim = 0;
+  double yarn_log_multiplier = 0.0;  // rope.scaling.yarn_log_multiplier
 };
 
 ModelConfig read_config(const gguf::GgufFile& file);
@@ -115,6 +126,11 @@ struct LayerWeights {
   Vector attn_sinks;  // gpt-oss (empty elsewhere), as the biases below
   Vector router_bias;
   std::vector<Vector> expert_gate_bias, expert_up_bias, expert_down_bias;
+  Vector expert_bias;  // exp_probs_b
+  Matrix shexp_gate, shexp_up, shexp_down;
+  Matrix wq_a, wq_b, wkv_a;
+  Vector q_a_norm, kv_a_norm;
+  std::vector<Matrix> k_b, v_b;  // per head: [kv_lora rows of nope], [value rows of kv_lora]
 };
 
 struct ModelWeights {

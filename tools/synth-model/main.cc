@@ -27,6 +27,10 @@ std::string preset_list() {
                                     std::to_string(p.sliding_window_pattern - 1) + " layers of " +
                                     std::to_string(p.sliding_window_pattern)
                               : "") +
+            (p.mla ? " + " + std::to_string(p.mla->n_expert_shared) + " shared, latent attention (kv_lora " +
+                         std::to_string(p.mla->kv_lora_rank) + "), first " + std::to_string(p.mla->n_dense_lead) +
+                         " dense (ffn " + std::to_string(p.mla->n_ff_dense) + ")"
+                   : "") +
             "\n";
   }
   return list;

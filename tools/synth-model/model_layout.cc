@@ -19,6 +19,24 @@ void add(std::vector<SynthTensor>& out, std::string name, std::vector<uint64_t> 
 
 }  // namespace
 
+// deepseek2's attention tensors (llama.cpp's split attn_k_b / attn_v_b layout).
+void add_latent_attention(std::vector<SynthTensor>& t, const ModelPreset& p, const std::string& blk) {
+  const LatentShape& m = *p.mla;
+  const uint64_t embd = p.n_embd, heads = p.n_head, q_width = heads * (m.nope_dim + m.rope_dim);
+  if (m.q_lora_rank > 0) {
+    add(t, blk + "attn_q_a.weight", {embd, m.q_lora_rank});
+    add(t, blk + "attn_q_a_norm.weight", {m.q_lora_rank});
+    add(t, blk + "attn_q_b.weight", {m.q_lora_rank, q_width});
+  } else {
+    add(t, blk + "attn_q.weight", {embd, q_width});
+  }
+  add(t, blk + "attn_kv_a_mqa.weight", {embd, uint64_t{m.kv_lora_rank} + m.rope_dim});
+  add(t, blk + "attn_kv_a_norm.weight", {m.kv_lora_rank});
+  add(t, blk + "attn_k_b.weight", {m.nope_dim, m.kv_lora_rank, heads});
+  add(t, blk + "attn_v_b.weight", {m.kv_lora_rank, m.value_dim, heads});
+  add(t, blk + "attn_output.weight", {heads * m.value_dim, embd});
+}
+
 std::vector<SynthTensor> model_tensors(const ModelPreset& p) {
   const uint64_t embd = p.n_embd;
   const uint64_t q_width = uint64_t{p.n_head} * p.head_dim();
@@ -30,6 +48,25 @@ std::vector<SynthTensor> model_tensors(const ModelPreset& p) {
   for (uint32_t i = 0; i < p.n_layer; ++i) {
     const std::string blk = "blk." + std::to_string(i) + ".";
     add(t, blk + "attn_norm.weight", {embd});
+    if (p.mla) {
+      add_latent_attention(t, p, blk);
+      add(t, blk + "ffn_norm.weight", {embd});
+      if (i < p.mla->n_dense_lead) {
+        add(t, blk + "ffn_gate.weight", {embd, p.mla->n_ff_dense});
+        add(t, blk + "ffn_up.weight", {embd, p.mla->n_ff_dense});
+        add(t, blk + "ffn_down.weight", {uint64_t{p.mla->n_ff_dense}, embd});
+        continue;
+      }
+      const uint64_t shared = uint64_t{p.n_ff} * p.mla->n_expert_shared;
+      add(t, blk + "ffn_gate_inp.weight", {embd, p.n_expert});
+      add(t, blk + "ffn_gate_exps.weight", {embd, p.n_ff, p.n_expert});
+      add(t, blk + "ffn_up_exps.weight", {embd, p.n_ff, p.n_expert});
+      add(t, blk + "ffn_down_exps.weight", {uint64_t{p.n_ff}, embd, p.n_expert});
+      add(t, blk + "ffn_gate_shexp.weight", {embd, shared});
+      add(t, blk + "ffn_up_shexp.weight", {embd, shared});
+      add(t, blk + "ffn_down_shexp.weight", {shared, embd});
+      continue;
+    }
     add(t, blk + "attn_q.weight", {embd, q_width});
     add(t, blk + "attn_k.weight", {embd, kv_width});
     add(t, blk + "attn_v.weight", {embd, kv_width});
@@ -108,6 +145,29 @@ void add_model_metadata(const ModelPreset& p, const BpeVocab& vocab,
     w.set(k + "rope.scaling.type", Value::string("yarn"));
     w.set(k + "rope.scaling.factor", Value::f32(32.0f));
     w.set(k + "rope.scaling.original_context_length", Value::u32(4096));
+  }
+  if (p.mla) {
+    const LatentShape& m = *p.mla;
+    // One latent "KV head" of kv_lora + rope values; the per-head widths as *_mla.
+    const std::pair<const char*, uint32_t> counts[] = {
+        {"feed_forward_length", m.n_ff_dense},
+        {"expert_feed_forward_length", p.n_ff},
+        {"expert_shared_count", m.n_expert_shared},
+        {"leading_dense_block_count", m.n_dense_lead},
+        {"attention.q_lora_rank", m.q_lora_rank},
+        {"attention.kv_lora_rank", m.kv_lora_rank},
+        {"attention.key_length", m.kv_lora_rank + m.rope_dim},
+        {"attention.value_length", m.kv_lora_rank},
+        {"attention.key_length_mla", m.nope_dim + m.rope_dim},
+        {"attention.value_length_mla", m.value_dim},
+        {"rope.dimension_count", m.rope_dim},
+    };
+    for (const auto& [key, value] : counts) w.set(k + key, Value::u32(value));
+    w.set(k + "expert_weights_scale", Value::f32(m.expert_weights_scale));
+    w.set(k + "rope.scaling.type", Value::string("yarn"));
+    w.set(k + "rope.scaling.factor", Value::f32(m.yarn_factor));
+    w.set(k + "rope.scaling.original_context_length", Value::u32(m.yarn_orig_ctx));
+    w.set(k + "rope.scaling.yarn_log_multiplier", Value::f32(m.yarn_log_multiplier));
   }
   if (p.gemma3()) {
     w.set(k + "attention.key_length", Value::u32(p.head_dim()));

@@ -58,6 +58,28 @@ constexpr TokenizerStyle kTinyTokenizer = {
     .chat_template = kQwen2Tokenizer.chat_template,
 };
 
+constexpr std::string_view kDeepseekSpecials[] = {"<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"};
+
+constexpr TokenizerStyle kDeepseekTokenizer = {
+    .pre = "deepseek-llm",
+    .specials = kDeepseekSpecials,
+    .filler_prefix = "reserved_",
+    .n_special = 2400,  // ids 100000..102399
+    .bos = "<｜begin▁of▁sentence｜>",
+    .eos = "<｜end▁of▁sentence｜>",
+    .padding = "<｜end▁of▁sentence｜>",
+    .add_bos = true,
+    .chat_template = kLlama3Tokenizer.chat_template,
+};
+
+// DeepSeek-V2-Lite's config.json: kv_lora_rank 512, q_lora_rank null,
+// qk_nope/rope/v 128/64/128, 2 shared experts of 1408, first_k_dense_replace
+// 1 with intermediate_size 10944, routed_scaling_factor 1.0, YaRN factor 40
+// over 4096 positions with mscale_all_dim 0.707.
+constexpr LatentShape kDeepseekV2Lite = {0, 512, 128, 64, 128, 2, 1, 10944, 1.0f, 40.0f, 4096, 0.0707f};
+// The same features at the tiny size.
+constexpr LatentShape kTinyDeepseek = {0, 128, 64, 32, 64, 1, 1, 512, 2.0f, 40.0f, 128, 0.0707f};
+
 constexpr std::array kPresets = {
     // Rows of 256 values in every matrix, so the K-quants need no fallback.
     ModelPreset{"tiny", "qwen2", 2, 256, 4, 2, 512, 1024, 2048, 1e6f, 1e-6f, true, true,
@@ -71,6 +93,8 @@ constexpr std::array kPresets = {
                 &kTinyTokenizer, 0, 0, 64, 16, 3, 1e4f},
     ModelPreset{"tiny-gpt-oss", "gpt-oss", 2, 256, 4, 1, 128, 1024, 4096, 1.5e5f, 1e-5f, true, false,
                 &kTinyTokenizer, 4, 2, 64, 8},
+    ModelPreset{"tiny-deepseek2", "deepseek2", 2, 256, 4, 1, 256, 1024, 2048, 1e4f, 1e-6f, false, false,
+                &kTinyTokenizer, 4, 2, 0, 0, 0, 0.0f, &kTinyDeepseek},
     ModelPreset{"qwen2-0.5b", "qwen2", 24, 896, 14, 2, 4864, 151936, 32768, 1e6f, 1e-6f, true,
                 true, &kQwen2Tokenizer},
     ModelPreset{"qwen2-1.5b", "qwen2", 28, 1536, 12, 2, 8960, 151936, 32768, 1e6f, 1e-6f, true,
@@ -91,6 +115,14 @@ constexpr std::array kPresets = {
     // o200k vocabulary size with a byte-level BPE of our own.
     ModelPreset{"gpt-oss-20b", "gpt-oss", 24, 2880, 64, 8, 2880, 201088, 131072, 1.5e5f, 1e-5f, true,
                 false, &kLlama3Tokenizer, 32, 4, 64, 128},
+    // DeepSeek-V2-Lite (15.7B parameters, 2.4B active): 27 layers, the first
+    // dense, then 64 routed experts of 1408 (6 used) and 2 shared.
+    ModelPreset{"deepseek-v2-lite", "deepseek2", 27, 2048, 16, 1, 1408, 102400, 163840, 1e4f, 1e-6f, false,
+                false, &kDeepseekTokenizer, 64, 6, 0, 0, 0, 0.0f, &kDeepseekV2Lite},
+    // Its first 2 layers (the dense one and one with experts), to measure a layer's cost
+    // where writing the whole model takes longer than a session has.
+    ModelPreset{"deepseek-v2-lite-2l", "deepseek2", 2, 2048, 16, 1, 1408, 102400, 163840, 1e4f, 1e-6f, false,
+                false, &kDeepseekTokenizer, 64, 6, 0, 0, 0, 0.0f, &kDeepseekV2Lite},
 };
 
 }  // namespace

@@ -21,6 +21,21 @@ struct TokenizerStyle {
   std::string_view chat_template;
 };
 
+// DeepSeek V2/V3 (deepseek2): latent attention, shared experts, leading
+// dense layers and YaRN. The preset's n_ff is each routed expert's width.
+struct LatentShape {
+  uint32_t q_lora_rank;  // 0: queries straight from attn_q (V2-Lite)
+  uint32_t kv_lora_rank;
+  uint32_t nope_dim, rope_dim, value_dim;
+  uint32_t n_expert_shared;
+  uint32_t n_dense_lead;
+  uint32_t n_ff_dense;  // the leading dense layers' width
+  float expert_weights_scale;
+  float yarn_factor;
+  uint32_t yarn_orig_ctx;
+  float yarn_log_multiplier;
+};
+
 struct ModelPreset {
   std::string_view name;  // what users type: "qwen2-0.5b"
   std::string_view arch;  // general.architecture
@@ -45,6 +60,7 @@ struct ModelPreset {
   uint32_t sliding_window = 0;
   uint32_t sliding_window_pattern = 0;
   float rope_theta_swa = 0.0f;
+  const LatentShape* mla = nullptr;
 
   uint32_t head_dim() const { return head_dim_override ? head_dim_override : n_embd / n_head; }
   bool gemma3() const { return arch == "gemma3"; }

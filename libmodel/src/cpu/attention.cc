@@ -53,7 +53,7 @@ void Attention::run_rows(const AttentionShape& shape, const KvCache& cache, uint
                          std::span<const TokenInput> tokens, const float* q, float* out, quant::ThreadPool& pool) {
   const uint32_t group = shape.n_head / shape.n_head_kv;
   const std::size_t k_dim = cache.k_dim();
-  const std::size_t v_dim = cache.v_dim();
+  const std::size_t v_stride = cache.v_stride();
   const std::size_t q_stride = std::size_t{shape.n_head} * shape.head_dim_k;
   const std::size_t out_stride = std::size_t{shape.n_head} * shape.head_dim_v;
   const std::size_t n_groups = (tokens.size() + kTokensPerGroup - 1) / kTokensPerGroup;
@@ -111,7 +111,7 @@ void Attention::run_rows(const AttentionShape& shape, const KvCache& cache, uint
               s.max[query] = tile_max;
             }
             s.sum[query] += exp_shift_sum(scores, n, s.max[query]);
-            accumulate_rows(scores, v, v_dim, n, shape.head_dim_v, acc);
+            accumulate_rows(scores, v, v_stride, n, shape.head_dim_v, acc);
           }
         }
       }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "attention.h"
+#include "latent_attention.h"
 #include "lamina/quant/kernels.h"
 #include "lamina/quant/reference.h"
 #include "lamina/quant/thread_pool.h"
@@ -33,6 +34,8 @@ struct CpuForward::State {
   void embed(std::span<const TokenInput> batch);
   void norm(const Vector& w, const Vector& b, const float* x, float* out, std::size_t n_rows) const;
   void attention_block(uint32_t layer, std::span<const TokenInput> batch);
+  // attn_out [n][n_head * head_dim_v] -> x += post_norm(attn_output(...)).
+  void attention_output(const LayerWeights& l, std::size_t n);
   void ffn_block(uint32_t layer, std::size_t n);
   // Rotates with the windowed layers' tables when `swa` (gemma3's second base).
   void rope(float* rows, std::size_t stride, uint32_t n_heads, std::span<const TokenInput> batch, bool swa);
@@ -50,6 +53,7 @@ struct CpuForward::State {
   cpu::Linear linear;
   cpu::Attention attention;
   cpu::MixtureOfExperts moe;
+  cpu::LatentAttention latent;
   std::vector<double> inv_freq;      // rope_inverse_frequencies
   double rope_magnitude = 1.0;       // rope_magnitude (YaRN's growth of cos and sin)
   std::vector<double> inv_freq_swa;  // the windowed layers' own base (empty: none)
@@ -82,16 +86,20 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
       cache(c, {o.n_ctx ? o.n_ctx : default_ctx(c), o.n_seq, o.kv_type}),
       linear(pool, o.exact_activations),
       attention(static_cast<int>(pool.num_threads())),
-      moe(c, o.max_batch) {
+      moe(c, o.max_batch),
+      latent(c, {cache, linear, attention, pool}, o.max_batch) {
   if (options.max_batch == 0) throw ModelError("max_batch must be positive");
   if (options.pack_weights) {
     std::vector<const Matrix*> matrices;
     std::vector<Matrix> experts;
     for (const LayerWeights& l : w.layers) {
-      for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(m);
-      // Each expert of a stack on its own: the experts' products take them
-      // one by one (an absent stack is one empty matrix, which is skipped).
-      for (const Matrix* m : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
+      for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.wq_a, &l.wq_b,
+                              &l.wkv_a, &l.gate_shexp, &l.up_shexp, &l.down_shexp})
+        matrices.push_back(m);
+      // Each expert (or latent attention head) of a stack on its own: the
+      // products take them one by one (an absent stack is one empty matrix,
+      // which is skipped).
+      for (const Matrix* m : {&l.gate_exps, &l.up_exps, &l.down_exps, &l.wk_b, &l.wv_b}) {
         for (uint32_t e = 0; e < m->n_expert; ++e) experts.push_back(m->expert(e));
       }
     }
@@ -208,6 +216,10 @@ void CpuForward::State::attention_block(uint32_t layer, std::span<const TokenInp
   const std::size_t n = batch.size();
   const uint32_t qd = c.q_dim(), kd = c.k_dim(), vd = c.v_dim();
   norm(l.attn_norm, l.attn_norm_bias, x.data(), h.data(), n);
+  if (c.latent_attention()) {
+    latent.run(l, layer, batch, h.data(), cos_t.data(), sin_t.data(), attn_out.data());
+    return attention_output(l, n);
+  }
 
   if (l.wqkv) {
     const std::size_t fused = std::size_t{qd} + kd + vd;
@@ -247,7 +259,10 @@ void CpuForward::State::attention_block(uint32_t layer, std::span<const TokenInp
                                   c.layer_uses_window(layer) ? c.sliding_window : 0,
                                   l.attn_sinks ? l.attn_sinks.data : nullptr};
   attention.run(shape, cache, layer, batch, q.data(), attn_out.data(), pool);
+  attention_output(l, n);
+}
 
+void CpuForward::State::attention_output(const LayerWeights& l, std::size_t n) {
   linear.apply(l.wo, attn_out.data(), n, proj.data());
   for (std::size_t t = 0; t < n; ++t) {
     float* row = proj.data() + t * c.n_embd;
@@ -262,7 +277,8 @@ void CpuForward::State::ffn_block(uint32_t layer, std::size_t n) {
   const std::size_t ff = c.n_ff;
   norm(l.ffn_norm, l.ffn_norm_bias, x.data(), h.data(), n);
 
-  switch (c.ffn()) {
+  const FfnKind kind = c.ffn(layer);
+  switch (kind) {
     case FfnKind::MoeGatedSilu:
       moe.run(l, h.data(), n, proj.data(), linear);
       break;
@@ -277,7 +293,7 @@ void CpuForward::State::ffn_block(uint32_t layer, std::size_t n) {
       break;
     case FfnKind::GatedSilu:
     case FfnKind::GatedGelu: {
-      const bool gated_gelu = c.ffn() == FfnKind::GatedGelu;
+      const bool gated_gelu = kind == FfnKind::GatedGelu;
       if (c.arch->gate_up == Layout::Fused) {
         // One product gives [gate; up] per row; split it into the two buffers.
         // Ascending rows: each row's destination lies before its source.

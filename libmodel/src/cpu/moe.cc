@@ -23,6 +23,8 @@ MixtureOfExperts::MixtureOfExperts(const ModelConfig& config, uint32_t max_batch
   up_.resize(B * c_.n_ff_expert);
   down_.resize(B * c_.n_embd);
   expert_out_.resize(B * c_.n_expert_used * c_.n_embd);
+  shared_gate_.resize(B * c_.n_ff_expert * c_.n_expert_shared);
+  shared_up_.resize(shared_gate_.size());
 }
 
 void MixtureOfExperts::run(const LayerWeights& l, const float* h, std::size_t n, float* out, Linear& linear) {
@@ -32,7 +34,9 @@ void MixtureOfExperts::run(const LayerWeights& l, const float* h, std::size_t n,
     for (std::size_t t = 0; t < n; ++t) add_in_place(router_logits_.data() + t * E, l.router_bias.data, E);
   }
 
-  route_experts(router_logits_.data(), n, E, K, order_.data(), chosen_.data(), chosen_w_.data());
+  const float* selection_bias = l.expert_selection_bias ? l.expert_selection_bias.data : nullptr;
+  route_experts(router_logits_.data(), n, E, K, routing_rule(c_, selection_bias), order_.data(), chosen_.data(),
+                chosen_w_.data());
 
   for (uint32_t e = 0; e < E; ++e) {
     rows_.clear();
@@ -63,7 +67,8 @@ void MixtureOfExperts::run(const LayerWeights& l, const float* h, std::size_t n,
     }
     linear.apply(down_e, gate_.data(), m, down_.data());
     if (l.down_exps_bias) {
-      for (std::size_t i = 0; i < m; ++i) add_in_place(down_.data() + i * D, l.down_exps_bias.data + std::size_t{e} * D, D);
+      for (std::size_t i = 0; i < m; ++i)
+        add_in_place(down_.data() + i * D, l.down_exps_bias.data + std::size_t{e} * D, D);
     }
     for (std::size_t i = 0; i < m; ++i) {
       const std::size_t t = rows_[i];
@@ -77,6 +82,12 @@ void MixtureOfExperts::run(const LayerWeights& l, const float* h, std::size_t n,
     std::copy(expert_out_.data() + t * K * D, expert_out_.data() + t * K * D + D, o);
     for (uint32_t r = 1; r < K; ++r) add_in_place(o, expert_out_.data() + (t * K + r) * D, D);
   }
+  if (!l.gate_shexp) return;
+  const std::size_t S = l.gate_shexp.n_out;
+  linear.apply_shared({{&l.gate_shexp, shared_gate_.data()}, {&l.up_shexp, shared_up_.data()}}, h, n);
+  silu_mul(shared_gate_.data(), shared_up_.data(), shared_gate_.data(), n * S);
+  linear.apply(l.down_shexp, shared_gate_.data(), n, down_.data());
+  for (std::size_t t = 0; t < n; ++t) add_in_place(out + t * D, down_.data() + t * D, D);
 }
 
 }  // namespace lamina::model::cpu

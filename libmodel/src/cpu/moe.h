@@ -1,6 +1,7 @@
-// Mixture-of-experts FFN: a softmax router (with gpt-oss's bias) picks the top
+// Mixture-of-experts FFN: a router (with gpt-oss's bias) picks the top
 // experts per token, their gated outputs (SiLU, or gpt-oss's clamped SwiGLU
-// with biases) are mixed with the renormalised router weights.
+// with biases) are mixed with the router's weights (expert_routing.h), and
+// the shared experts, where the model has some, are added.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +18,8 @@ class MixtureOfExperts {
  public:
   MixtureOfExperts(const ModelConfig& config, uint32_t max_batch);
   // out[t] = sum over the token's chosen experts (in rank order) of
-  // weight * down_e(silu(gate_e h) * up_e h). Tokens choosing the same expert
-  // go through its matrices together.
+  // weight * down_e(silu(gate_e h) * up_e h), plus the shared experts' FFN.
+  // Tokens choosing the same expert go through its matrices together.
   void run(const LayerWeights& l, const float* h, std::size_t n, float* out, Linear& linear);
 
  private:
@@ -30,6 +31,7 @@ class MixtureOfExperts {
   std::vector<uint32_t> rows_;       // tokens routed to the current expert
   std::vector<uint32_t> ranks_;      // their rank for that expert
   std::vector<float> in_, gate_, up_, down_;
+  std::vector<float> shared_gate_, shared_up_;  // [n][n_ff_expert * n_expert_shared]
   std::vector<float> expert_out_;    // [n][n_used][n_embd]
 };
 

@@ -1,6 +1,8 @@
 #include "ops.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 #include "lamina/quant/half.h"

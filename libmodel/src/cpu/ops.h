@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lamina/model/architecture.h"
+#include "lamina/model/config.h"
 
 namespace lamina::model::cpu {
 

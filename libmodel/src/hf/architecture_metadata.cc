@@ -36,6 +36,7 @@ constexpr ClassInfo kClasses[] = {
     {"Phi3ForCausalLM", Family::Phi3, "phi3"},      {"GPT2LMHeadModel", Family::Gpt2, "gpt2"},
     {"Gemma2ForCausalLM", Family::Gemma2, "gemma2"}, {"Gemma3ForCausalLM", Family::Gemma3, "gemma3"},
     {"MixtralForCausalLM", Family::Llama, "llama"},
+    {"DeepseekV2ForCausalLM", Family::Deepseek2, "deepseek2"}, {"DeepseekV3ForCausalLM", Family::Deepseek2, "deepseek2"},
 };
 
 std::string supported_classes() {
@@ -78,6 +79,28 @@ void require_value(const HfConfig& config, std::string_view key, std::string_vie
     config.fail(key, "is '" + value + "'; this model class runs only with '" + std::string(expected) + "'");
 }
 
+// DeepSeek V2/V3: what llama.cpp's deepseek2 graph (and lamina's) computes.
+void check_deepseek(const HfConfig& config) {
+  require_value(config, "hidden_act", "silu", "silu");
+  if (config.u32("moe_layer_freq").value_or(1) != 1)
+    config.fail("moe_layer_freq", "is not 1; every layer after the leading dense ones must have experts");
+  // Group-limited routing restricts the choice to the best groups first.
+  const uint32_t groups = config.u32("n_group").value_or(1);
+  if (groups > 1 && config.u32("topk_group").value_or(groups) < groups)
+    config.fail("topk_group", "is below n_group; group-limited expert routing is not supported");
+  const std::string scoring = config.string("scoring_func").value_or("softmax");
+  if (scoring != "softmax" && scoring != "sigmoid")
+    config.fail("scoring_func", "is '" + scoring + "' (softmax or sigmoid)");
+  const HfConfig& rope = config.rope();
+  const std::string rope_type = rope.string("rope_type").value_or("default");
+  if (rope_type != "default" && rope_type != "yarn")
+    config.fail("rope_scaling", "type '" + rope_type + "' is not supported for DeepSeek (default, yarn)");
+  // llama.cpp cancels YaRN's magnitude on the rotated dims, which transformers
+  // does only when both mscales agree.
+  if (rope_type == "yarn" && rope.number("mscale").value_or(1.0) != rope.number("mscale_all_dim").value_or(1.0))
+    config.fail("rope_scaling", "mscale and mscale_all_dim differ; lamina runs YaRN with them equal");
+}
+
 // Rejects the settings under which the mapped architecture would compute
 // something else than transformers.
 void check_supported(const HfConfig& config, Family family) {
@@ -91,6 +114,9 @@ void check_supported(const HfConfig& config, Family family) {
       if (config.boolean("use_sliding_window").value_or(false))
         config.fail("use_sliding_window", "is true; this model class runs without a sliding window only");
       break;
+    case Family::Deepseek2:
+      check_deepseek(config);
+      return;
     case Family::Gpt2:
       require_value(config, "activation_function", "gelu_new", "gelu_new");
       if (config.boolean("scale_attn_by_inverse_layer_idx").value_or(false))
@@ -258,6 +284,40 @@ void add_gemma_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder&
   }
 }
 
+// DeepseekV2Model.set_gguf_parameters: one latent "KV head" of
+// kv_lora_rank + rope width, the per-head widths as *_mla, the experts and
+// the router as the config states them.
+void add_deepseek_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder& out) {
+  add_text_model_keys(c, a, out);
+  const uint32_t rope_dim = c.required_u32({"qk_rope_head_dim"});
+  out.set("deepseek2.vocab_size", Value::u32(a.n_vocab));
+  out.set("deepseek2.attention.head_count_kv", Value::u32(1));
+  out.set("deepseek2.leading_dense_block_count", Value::u32(a.n_dense_lead));
+  out.set("deepseek2.attention.q_lora_rank", Value::u32(c.u32("q_lora_rank").value_or(0)));
+  out.set("deepseek2.attention.kv_lora_rank", Value::u32(a.kv_lora_rank));
+  out.set("deepseek2.attention.key_length", Value::u32(a.kv_lora_rank + rope_dim));
+  out.set("deepseek2.attention.value_length", Value::u32(a.kv_lora_rank));
+  out.set("deepseek2.attention.key_length_mla", Value::u32(a.nope_dim + rope_dim));
+  out.set("deepseek2.attention.value_length_mla", Value::u32(a.value_dim));
+  out.set("deepseek2.rope.dimension_count", Value::u32(rope_dim));
+  out.set("deepseek2.expert_feed_forward_length", Value::u32(c.required_u32({"moe_intermediate_size"})));
+  out.set("deepseek2.expert_count", Value::u32(a.n_expert));
+  out.set("deepseek2.expert_used_count", Value::u32(c.required_u32({"num_experts_per_tok"})));
+  out.set("deepseek2.expert_shared_count", Value::u32(c.u32("n_shared_experts").value_or(0)));
+  set_f32(out, "deepseek2.expert_weights_scale", c.number("routed_scaling_factor").value_or(1.0));
+  out.set("deepseek2.expert_weights_norm", Value::boolean(c.boolean("norm_topk_prob").value_or(false)));
+  const bool sigmoid = c.string("scoring_func").value_or("softmax") == "sigmoid";
+  out.set("deepseek2.expert_gating_func", Value::u32(sigmoid ? 2 : 1));
+  const HfConfig& rope = c.rope();
+  if (rope.string("rope_type").value_or("") == "yarn") {
+    out.set("deepseek2.rope.scaling.type", Value::string("yarn"));
+    set_f32(out, "deepseek2.rope.scaling.factor", rope.number("factor"));
+    set_u32(out, "deepseek2.rope.scaling.original_context_length", rope.u32("original_max_position_embeddings"));
+    out.set("deepseek2.rope.scaling.yarn_log_multiplier",
+            Value::f32(static_cast<float>(0.1 * rope.number("mscale_all_dim").value_or(0.0))));
+  }
+}
+
 }  // namespace
 
 HfArchitecture read_architecture(const HfConfig& config) {
@@ -283,6 +343,17 @@ HfArchitecture read_architecture(const HfConfig& config) {
   a.n_expert = config.u32("num_local_experts").value_or(0);
   if (a.n_expert > 0 && a.family != Family::Llama)
     config.fail("num_local_experts", "is set; experts are only read for Mixtral models");
+  if (a.family == Family::Deepseek2) {
+    a.n_expert = config.required_u32({"n_routed_experts"});
+    a.kv_lora_rank = config.required_u32({"kv_lora_rank"});
+    a.nope_dim = config.required_u32({"qk_nope_head_dim"});
+    a.value_dim = config.required_u32({"v_head_dim"});
+    a.n_dense_lead = config.u32("first_k_dense_replace").value_or(0);
+    a.n_extra_layers = config.u32("num_nextn_predict_layers").value_or(0);
+    if (a.n_expert == 0 || a.kv_lora_rank == 0 || a.nope_dim == 0 || a.value_dim == 0)
+      throw ModelError(config.file_name() + ": n_routed_experts, kv_lora_rank, qk_nope_head_dim and v_head_dim "
+                                            "must be positive");
+  }
   if (config.rope().string("rope_type").value_or("") == "llama3")
     a.rope_freqs = llama3_rope_factors(config.rope(), a.head_dim);
   return a;
@@ -299,6 +370,7 @@ void add_architecture_metadata(const HfConfig& config, const HfArchitecture& a, 
     case Family::Gpt2: add_gpt2_keys(config, a, out); break;
     case Family::Gemma2:
     case Family::Gemma3: add_gemma_keys(config, a, out); break;
+    case Family::Deepseek2: add_deepseek_keys(config, a, out); break;
   }
 }
 

@@ -12,7 +12,7 @@
 namespace lamina::model::hf {
 
 // The converter classes lamina maps; each names the GGUF architecture it writes.
-enum class Family { Llama, Qwen2, Qwen3, Phi3, Gpt2, Gemma2, Gemma3 };
+enum class Family { Llama, Qwen2, Qwen3, Phi3, Gpt2, Gemma2, Gemma3, Deepseek2 };
 
 struct HfArchitecture {
   Family family = Family::Llama;
@@ -26,6 +26,12 @@ struct HfArchitecture {
   uint32_t n_vocab = 0;  // config.json vocab_size
   bool tied_embeddings = false;
   uint32_t n_expert = 0;  // Mixtral: experts per layer (num_local_experts); 0 for a dense FFN
+  // DeepSeek V2/V3: the latent attention's widths (kv_b_proj is split by them)
+  // and the leading dense layers.
+  uint32_t kv_lora_rank = 0, nope_dim = 0, value_dim = 0, n_dense_lead = 0;
+  // DeepSeek V3's multi-token-prediction layers after the last one
+  // (num_nextn_predict_layers): not part of the model, skipped as llama.cpp's converter does.
+  uint32_t n_extra_layers = 0;
   // Llama 3.1 RoPE scaling: the factor each rotated pair's frequency is
   // divided by (rope_freqs.weight); empty when the model has none.
   std::vector<float> rope_freqs;

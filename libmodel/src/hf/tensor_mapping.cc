@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "lamina/model/config.h"
@@ -19,6 +20,7 @@ enum class Change {
   Transpose,       // Conv1D [in, out] -> [out, in] (GPT-2)
   AddOne,          // (1 + w) norms stored as multipliers (Gemma)
   StackExpert,     // one expert's matrix of a 3-D [n_in, n_out, n_expert] tensor (Mixtral)
+  SplitLatentKv,   // DeepSeek's kv_b_proj -> attn_k_b (transposed per head) and attn_v_b
   Skip,            // not needed (buffers such as rotary_emb.inv_freq)
 };
 
@@ -69,24 +71,61 @@ std::optional<Target> map_gpt2_name(std::string_view name) {
   return std::nullopt;
 }
 
-// "E.w1.weight" of block_sparse_moe.experts: w1 is the gate, w3 the up and
-// w2 the down projection of expert E.
-std::optional<Target> map_expert(const HfArchitecture& a, const std::string& blk, std::string_view rest) {
+using NamePairs = std::span<const std::pair<std::string_view, std::string_view>>;
+
+// Mixtral's block_sparse_moe.experts: w1 is the gate, w3 the up and w2 the
+// down projection of expert E ("E.w1.weight").
+constexpr std::pair<std::string_view, std::string_view> kMixtralExperts[] = {
+    {"w1.weight", "ffn_gate_exps.weight"},
+    {"w3.weight", "ffn_up_exps.weight"},
+    {"w2.weight", "ffn_down_exps.weight"},
+};
+// DeepSeek's mlp.experts: "E.gate_proj.weight" and so on.
+constexpr std::pair<std::string_view, std::string_view> kDeepseekExperts[] = {
+    {"gate_proj.weight", "ffn_gate_exps.weight"},
+    {"up_proj.weight", "ffn_up_exps.weight"},
+    {"down_proj.weight", "ffn_down_exps.weight"},
+};
+
+// "E.<part>" of an experts list: expert E's matrix of the stack `parts` names.
+std::optional<Target> map_expert(const HfArchitecture& a, const std::string& blk, std::string_view rest,
+                                 NamePairs parts) {
   const auto expert = split_layer(rest);
   if (!expert || expert->first >= a.n_expert) return std::nullopt;
-  static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
-      {"w1.weight", "ffn_gate_exps.weight"},
-      {"w3.weight", "ffn_up_exps.weight"},
-      {"w2.weight", "ffn_down_exps.weight"},
-  };
-  for (const auto& [hf, gguf] : kParts) {
+  for (const auto& [hf, gguf] : parts) {
     if (expert->second == hf) return Target{blk + std::string(gguf), Change::StackExpert, 0, expert->first};
   }
   return std::nullopt;
 }
 
+// DeepSeek V2/V3's attention and experts (the dense layers' MLP and the
+// norms go the common way).
+std::optional<Target> map_deepseek_part(const HfArchitecture& a, const std::string& blk, std::string_view rest) {
+  static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
+      {"self_attn.q_a_proj.weight", "attn_q_a.weight"},
+      {"self_attn.q_a_layernorm.weight", "attn_q_a_norm.weight"},
+      {"self_attn.q_b_proj.weight", "attn_q_b.weight"},
+      {"self_attn.kv_a_proj_with_mqa.weight", "attn_kv_a_mqa.weight"},
+      {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm.weight"},
+      {"mlp.gate.weight", "ffn_gate_inp.weight"},
+      {"mlp.gate.e_score_correction_bias", "exp_probs_b.bias"},
+      {"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight"},
+      {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight"},
+      {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight"},
+  };
+  for (const auto& [hf, gguf] : kParts) {
+    if (rest == hf) return Target{blk + std::string(gguf)};
+  }
+  if (rest == "self_attn.kv_b_proj.weight") return Target{blk, Change::SplitLatentKv};
+  if (!starts_with(rest, "mlp.experts.")) return std::nullopt;
+  return map_expert(a, blk, rest.substr(12), kDeepseekExperts);
+}
+
 std::optional<Target> map_layer_part(const HfArchitecture& a, uint32_t layer, std::string_view rest) {
   const std::string blk = "blk." + std::to_string(layer) + ".";
+  if (a.family == Family::Deepseek2) {
+    if (auto t = map_deepseek_part(a, blk, rest)) return t;
+  }
   const bool gemma = is_gemma(a);
   const Change norm = gemma ? Change::AddOne : Change::None;
   if (rest == "self_attn.rotary_emb.inv_freq") return Target{"", Change::Skip};
@@ -101,7 +140,7 @@ std::optional<Target> map_layer_part(const HfArchitecture& a, uint32_t layer, st
   if (rest == "mlp.gate_up_proj.weight") return Target{blk + "ffn_up.weight"};
   if (a.n_expert > 0) {
     if (rest == "block_sparse_moe.gate.weight") return Target{blk + "ffn_gate_inp.weight"};
-    if (starts_with(rest, "block_sparse_moe.experts.")) return map_expert(a, blk, rest.substr(25));
+    if (starts_with(rest, "block_sparse_moe.experts.")) return map_expert(a, blk, rest.substr(25), kMixtralExperts);
   }
   static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
       {"self_attn.q_proj.", "attn_q."}, {"self_attn.k_proj.", "attn_k."},  {"self_attn.v_proj.", "attn_v."},
@@ -137,6 +176,7 @@ std::optional<Target> map_name(const HfArchitecture& a, std::string_view name) {
   }
   if (!starts_with(name, "layers.")) return std::nullopt;
   const auto layer = split_layer(name.substr(7));
+  if (layer && layer->first >= a.n_layer && layer->first - a.n_layer < a.n_extra_layers) return Target{"", Change::Skip};
   if (!layer || layer->first >= a.n_layer) return std::nullopt;
   return map_layer_part(a, layer->first, layer->second);
 }
@@ -234,6 +274,7 @@ class TensorBuilder {
       }
       case Change::AddOne:
       case Change::StackExpert:
+      case Change::SplitLatentKv:
       case Change::Skip: break;
     }
     fail("cannot be converted");
@@ -301,6 +342,46 @@ gguf::TensorInfo stack_experts(const std::string& name, const std::vector<const 
   return t;
 }
 
+// kv_b_proj [n_head * (nope + value), kv_lora] as the converter splits it:
+// attn_k_b [nope, kv_lora, n_head] (each head's key rows transposed, so that
+// a query's unrotated part goes through it into the latent space) and
+// attn_v_b [kv_lora, value, n_head] (each head's value rows as they are).
+void split_latent_kv(const CheckpointTensor& ct, const HfArchitecture& a, const std::string& blk, OwnedBuffers& owned,
+                     std::vector<gguf::TensorInfo>& out) {
+  const SafetensorsTensor& src = ct.tensor;
+  const uint64_t head_rows = uint64_t{a.nope_dim} + a.value_dim, R = a.kv_lora_rank;
+  if (src.shape.size() != 2 || src.shape[0] != head_rows * a.n_head || src.shape[1] != R)
+    throw ModelError(ct.file + ": tensor '" + src.name + "' is not [" + std::to_string(head_rows * a.n_head) + ", " +
+                     std::to_string(R) + "] (n_head x (qk_nope_head_dim + v_head_dim), kv_lora_rank)");
+  const std::size_t esize = dtype_size(src.dtype);
+  const std::byte* in = src.data.data();
+  const auto element = [&](uint64_t row, uint64_t col) { return in + (row * R + col) * esize; };
+  const auto allocate = [&](gguf::TensorInfo& t, const std::string& name, uint64_t ne0, uint64_t ne1) {
+    t.name = name;
+    t.n_dims = 3;
+    t.ne[0] = ne0;
+    t.ne[1] = ne1;
+    t.ne[2] = a.n_head;
+    t.type = gguf_type(src.dtype);
+    const std::size_t bytes = ne0 * ne1 * a.n_head * esize;
+    owned.push_back(std::make_unique<std::byte[]>(bytes));
+    t.data = {owned.back().get(), bytes};
+    return owned.back().get();
+  };
+  gguf::TensorInfo k, v;
+  std::byte* k_out = allocate(k, blk + "attn_k_b.weight", a.nope_dim, R);
+  std::byte* v_out = allocate(v, blk + "attn_v_b.weight", R, a.value_dim);
+  for (uint64_t h = 0; h < a.n_head; ++h) {
+    for (uint64_t r = 0; r < R; ++r)
+      for (uint64_t n = 0; n < a.nope_dim; ++n)
+        std::memcpy(k_out + ((h * R + r) * a.nope_dim + n) * esize, element(h * head_rows + n, r), esize);
+    for (uint64_t d = 0; d < a.value_dim; ++d)
+      std::memcpy(v_out + (h * a.value_dim + d) * R * esize, element(h * head_rows + a.nope_dim + d, 0), R * esize);
+  }
+  out.push_back(std::move(k));
+  out.push_back(std::move(v));
+}
+
 }  // namespace
 
 std::vector<gguf::TensorInfo> map_tensors(const Checkpoint& checkpoint, const HfArchitecture& a, OwnedBuffers& owned) {
@@ -323,6 +404,10 @@ std::vector<gguf::TensorInfo> map_tensors(const Checkpoint& checkpoint, const Hf
     if (!target)
       throw ModelError(ct.file + ": tensor '" + ct.tensor.name + "' has no place in a " + a.hf_class + " model");
     if (target->change == Change::Skip) continue;
+    if (target->change == Change::SplitLatentKv) {
+      split_latent_kv(ct, a, target->name, owned, out);
+      continue;
+    }
     if (target->change == Change::StackExpert) {
       auto& stack = stacks[target->name];
       stack.resize(a.n_expert);

@@ -1,8 +1,8 @@
 // The checkpoint's tensors under their GGUF names, with the changes llama.cpp's
 // converter makes: Llama's Q/K rows permuted from rotate-half to adjacent-pair
 // RoPE order, GPT-2's Conv1D weights transposed, Gemma's zero-centred norm
-// weights shifted by one, Mixtral's per-expert matrices stacked into one 3-D
-// tensor each, 1-D tensors stored as F32, and Llama 3.1's rope_freqs added.
+// weights shifted by one, Mixtral's and DeepSeek's per-expert matrices
+// stacked into one 3-D tensor each, DeepSeek's kv_b_proj split per head, 1-D tensors stored as F32, and Llama 3.1's rope_freqs added.
 // Unchanged tensors stay views into the mapped files.
 #pragma once
 

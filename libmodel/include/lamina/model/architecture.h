@@ -46,6 +46,9 @@ struct LAMINA_MODEL_API ArchSpec {
   // The tensor name of the norm before the FFN: gpt-oss stores it as
   // post_attention_norm.
   std::string_view ffn_norm_name = "ffn_norm";
+  // Multi-head latent attention with shared experts and leading dense
+  // layers (deepseek2); the router's gating and weights follow the file.
+  bool latent_attention = false;
 };
 
 // The spec of a supported architecture, or nullptr.

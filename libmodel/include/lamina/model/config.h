@@ -31,11 +31,28 @@ struct LAMINA_MODEL_API RopeConfig {
   // extends (rope.scaling.original_context_length), 0 without YaRN. Pairs
   // rotating faster than beta_fast turns over that context keep their
   // frequency, slower than beta_slow take freq_scale's, a linear ramp
-  // between; cos and sin grow by 1 + 0.1 ln(1 / freq_scale).
+  // between; cos and sin are multiplied by `magnitude` (gpt-oss: 1 + 0.1
+  // ln(1 / freq_scale); deepseek2: 1, its temperature is in the scores).
   uint32_t yarn_orig_ctx = 0;
   float yarn_beta_fast = 32.0f;
   float yarn_beta_slow = 1.0f;
+  float magnitude = 1.0f;
 };
+
+// Multi-head latent attention (deepseek2): K and V of every head are
+// expanded from one shared latent vector per position. The cache holds the
+// latent and the rotated part of K only; queries are absorbed into the
+// latent space (see cpu/latent_attention.h).
+struct LAMINA_MODEL_API LatentAttentionConfig {
+  uint32_t q_lora_rank = 0;   // 0: queries straight from attn_q
+  uint32_t kv_lora_rank = 0;  // the latent's width; 0: no MLA
+  uint32_t nope_dim = 0;      // per head: the unrotated part of Q and K
+  uint32_t rope_dim = 0;      // per head: the rotated part (rope.dimension_count)
+  uint32_t value_dim = 0;     // per head: V's width
+  uint32_t q_head_dim() const { return nope_dim + rope_dim; }
+};
+
+enum class ExpertGating { Softmax, Sigmoid };
 
 struct LAMINA_MODEL_API ModelConfig {
   const ArchSpec* arch = nullptr;
@@ -58,6 +75,14 @@ struct LAMINA_MODEL_API ModelConfig {
   uint32_t n_expert = 0;
   uint32_t n_expert_used = 0;
   uint32_t n_ff_expert = 0;
+  uint32_t n_expert_shared = 0;      // always-on experts of width n_ff_expert each
+  uint32_t n_dense_lead = 0;         // leading layers with a dense FFN (n_ff)
+  ExpertGating expert_gating = ExpertGating::Softmax;
+  bool expert_weights_norm = true;   // the chosen experts' weights renormalised to sum 1
+  float expert_weights_scale = 1.0f;
+  LatentAttentionConfig mla;
+
+  bool latent_attention() const { return mla.kv_lora_rank > 0; }
 
   uint32_t q_dim() const { return n_head * head_dim_k; }
   uint32_t k_dim() const { return n_head_kv * head_dim_k; }
@@ -65,6 +90,9 @@ struct LAMINA_MODEL_API ModelConfig {
   // The FFN this file's layers use: the architecture's, or experts where the
   // architecture allows them and the file has some.
   FfnKind ffn() const { return n_expert > 0 ? FfnKind::MoeGatedSilu : arch->ffn; }
+  // The FFN of one layer: the leading dense layers of a mixture of experts
+  // (deepseek2) run a gated SiLU of width n_ff.
+  FfnKind ffn(uint32_t layer) const { return layer < n_dense_lead ? FfnKind::GatedSilu : ffn(); }
   // Whether `layer` rotates with rope.freq_base_swa instead of the main base.
   bool layer_uses_swa_rope(uint32_t layer) const { return rope.freq_base_swa > 0 && layer_uses_window(layer); }
   bool layer_uses_window(uint32_t layer) const {

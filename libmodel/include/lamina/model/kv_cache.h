@@ -20,6 +20,9 @@ struct LAMINA_MODEL_API KvCacheOptions {
 
 // Storage is allocated once: [seq][layer][pos][kv_dim] for K and for V. Rows
 // are written as f32; an F16 cache rounds them to nearest even on write.
+// Latent attention (deepseek2) stores K only: its V is the first v_dim()
+// values of each K row (the latent), so store_v is not called and the V rows
+// are read from K's storage, v_stride() = k_dim() apart.
 class LAMINA_MODEL_API KvCache {
  public:
   KvCache(const ModelConfig& config, const KvCacheOptions& options);
@@ -43,6 +46,9 @@ class LAMINA_MODEL_API KvCache {
   const uint16_t* v_rows_f16(uint32_t seq, uint32_t layer, uint32_t pos0) const;
   uint32_t k_dim() const { return k_dim_; }
   uint32_t v_dim() const { return v_dim_; }
+  // Values between the starts of two V rows.
+  uint32_t v_stride() const { return values_in_keys_ ? k_dim_ : v_dim_; }
+  bool values_in_keys() const { return values_in_keys_; }
 
  private:
   std::size_t offset(bool value, uint32_t seq, uint32_t layer, uint32_t pos) const;
@@ -51,6 +57,7 @@ class LAMINA_MODEL_API KvCache {
   void load(bool value, uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const;
 
   uint32_t n_layer_, n_ctx_, n_seq_, k_dim_, v_dim_;
+  bool values_in_keys_;
   KvType type_;
   std::size_t elem_bytes_;
   std::size_t k_bytes_per_seq_;  // K part of one sequence, all layers

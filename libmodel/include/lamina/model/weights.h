@@ -53,12 +53,20 @@ struct LAMINA_MODEL_API LayerWeights {
   Vector b_up, b_down;
   Vector post_ffn_norm;
   Matrix router;  // MoE: [n_embd -> n_expert]
+  Vector expert_selection_bias;  // exp_probs_b: added to the gating values for the choice only
   Matrix gate_exps, up_exps, down_exps;
   // gpt-oss: the router's and experts' biases (an expert stack's biases are
   // n_expert rows of its output width, one after another) and one
   // attention-sink logit per head.
   Vector router_bias, gate_exps_bias, up_exps_bias, down_exps_bias;
   Vector attn_sinks;
+  Matrix gate_shexp, up_shexp, down_shexp;  // shared experts, stacked into one FFN
+  // Latent attention: Q straight (wq) or through a rank-q_lora_rank bottleneck,
+  // [latent; rotated k] from wkv_a, and per head (n_expert = n_head) the
+  // latent -> unrotated-K expansion, used transposed (k_b: [nope -> latent])
+  // to absorb queries, and the latent -> V expansion (v_b).
+  Matrix wq_a, wq_b, wkv_a, wk_b, wv_b;
+  Vector q_a_norm, kv_a_norm;
 };
 
 struct LAMINA_MODEL_API Weights {

@@ -184,10 +184,77 @@ nlohmann::json gemma3_config(const ModelConfig& c) {
   return j;
 }
 
+// archs/gptoss.f32.gguf as transformers' GptOssForCausalLM stores it: the
+// experts as 3-D stacks multiplied from the right, gate and up interleaved
+// by column ([E, n_embd, 2F], gate at even columns), down as [E, F, n_embd].
+std::vector<HfTensor> gpt_oss_tensors(const gguf::GgufFile& f, const ModelConfig& c) {
+  static constexpr std::pair<const char*, const char*> kParts[] = {
+      {"attn_norm.weight", "input_layernorm.weight"}, {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+      {"attn_sinks.weight", "self_attn.sinks"},       {"ffn_gate_inp.bias", "mlp.router.bias"},
+      {"attn_q.bias", "self_attn.q_proj.bias"},       {"attn_k.bias", "self_attn.k_proj.bias"},
+      {"attn_v.bias", "self_attn.v_proj.bias"},       {"attn_output.bias", "self_attn.o_proj.bias"},
+  };
+  static constexpr std::pair<const char*, const char*> kMatrices[] = {
+      {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+      {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+      {"ffn_gate_inp.weight", "mlp.router.weight"},
+  };
+  std::vector<HfTensor> out{matrix(f, "token_embd.weight", "model.embed_tokens.weight"),
+                            vector(f, "output_norm.weight", "model.norm.weight"),
+                            matrix(f, "output.weight", "lm_head.weight")};
+  const std::size_t E = c.n_expert, H = c.n_embd, F = c.n_ff_expert;
+  for (uint32_t il = 0; il < c.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".", l = "model.layers." + std::to_string(il) + ".";
+    for (const auto& [g, h] : kParts) out.push_back(vector(f, b + g, l + h));
+    for (const auto& [g, h] : kMatrices) out.push_back(matrix(f, b + g, l + h));
+    const auto gate = rows_of(f.tensor(b + "ffn_gate_exps.weight"), 0, E * F);
+    const auto up = rows_of(f.tensor(b + "ffn_up_exps.weight"), 0, E * F);
+    const auto down = rows_of(f.tensor(b + "ffn_down_exps.weight"), 0, E * H);
+    const auto gate_b = rows_of(f.tensor(b + "ffn_gate_exps.bias"), 0, E);
+    const auto up_b = rows_of(f.tensor(b + "ffn_up_exps.bias"), 0, E);
+    HfTensor gate_up{l + "mlp.experts.gate_up_proj", {E, H, 2 * F}, std::vector<float>(E * H * 2 * F)};
+    HfTensor gate_up_bias{l + "mlp.experts.gate_up_proj_bias", {E, 2 * F}, std::vector<float>(E * 2 * F)};
+    HfTensor down_proj{l + "mlp.experts.down_proj", {E, F, H}, std::vector<float>(E * F * H)};
+    for (std::size_t e = 0; e < E; ++e) {
+      for (std::size_t o = 0; o < F; ++o) {
+        for (std::size_t i = 0; i < H; ++i) {
+          gate_up.values[(e * H + i) * 2 * F + 2 * o] = gate[(e * F + o) * H + i];
+          gate_up.values[(e * H + i) * 2 * F + 2 * o + 1] = up[(e * F + o) * H + i];
+          down_proj.values[(e * F + o) * H + i] = down[(e * H + i) * F + o];
+        }
+        gate_up_bias.values[e * 2 * F + 2 * o] = gate_b[e * F + o];
+        gate_up_bias.values[e * 2 * F + 2 * o + 1] = up_b[e * F + o];
+      }
+    }
+    out.push_back(std::move(gate_up));
+    out.push_back(std::move(gate_up_bias));
+    out.push_back(std::move(down_proj));
+    out.push_back({l + "mlp.experts.down_proj_bias", {E, H}, rows_of(f.tensor(b + "ffn_down_exps.bias"), 0, E)});
+  }
+  return out;
+}
+
+nlohmann::json gpt_oss_config(const ModelConfig& c) {
+  nlohmann::json j = common_config("GptOssForCausalLM", c);
+  j["intermediate_size"] = c.n_ff_expert;
+  j["num_local_experts"] = c.n_expert;
+  j["num_experts_per_tok"] = c.n_expert_used;
+  j["head_dim"] = c.head_dim_k;
+  j["sliding_window"] = c.sliding_window;
+  j["layer_types"] = {"sliding_attention", "full_attention"};
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 1.0f / c.rope.freq_scale}, {"beta_fast", 32.0},
+                       {"beta_slow", 1.0}, {"original_max_position_embeddings", c.rope.yarn_orig_ctx}};
+  j["attention_bias"] = true;
+  j["swiglu_limit"] = 7.0;
+  j["tie_word_embeddings"] = false;
+  return j;
+}
+
 class HfFromGguf : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kArchs / "mixtral.f32.gguf") || !fs::exists(kArchs / "gemma3.f32.gguf"))
+    if (!fs::exists(kArchs / "mixtral.f32.gguf") || !fs::exists(kArchs / "gemma3.f32.gguf") ||
+        !fs::exists(kArchs / "gptoss.f32.gguf"))
       GTEST_SKIP() << "test data not found at " << kArchs;
     dir_ = fs::path(testing::TempDir()) / ("lamina_hf_" + std::string(
         testing::UnitTest::GetInstance()->current_test_info()->name()));
@@ -200,10 +267,12 @@ class HfFromGguf : public ::testing::Test {
   std::unique_ptr<Model> write_folder(const std::string& gguf_name,
                                       const std::function<void(std::vector<HfTensor>&, nlohmann::json&)>& edit = {}) {
     auto model = Model::load(kArchs / gguf_name);
-    const bool gemma3 = model->config().arch->name == "gemma3";
-    auto tensors = gemma3 ? gemma3_tensors(model->file(), model->config())
-                          : mixtral_tensors(model->file(), model->config());
-    auto config = gemma3 ? gemma3_config(model->config()) : mixtral_config(model->config());
+    const std::string_view arch = model->config().arch->name;
+    const ModelConfig& c = model->config();
+    auto tensors = arch == "gemma3"    ? gemma3_tensors(model->file(), c)
+                   : arch == "gpt-oss" ? gpt_oss_tensors(model->file(), c)
+                                       : mixtral_tensors(model->file(), c);
+    auto config = arch == "gemma3" ? gemma3_config(c) : arch == "gpt-oss" ? gpt_oss_config(c) : mixtral_config(c);
     if (edit) edit(tensors, config);
     write_safetensors(dir_ / "model.safetensors", tensors);
     std::ofstream(dir_ / "config.json") << config.dump();
@@ -268,6 +337,60 @@ TEST_F(HfFromGguf, Gemma3FolderRunsLikeItsGguf) {
   std::vector<int32_t> ids;
   for (int32_t i = 0; i < 20; ++i) ids.push_back((i * 37 + 1) % 512);
   EXPECT_EQ(logits_of(*hf_model, ids), logits_of(*gguf_model, ids));
+}
+
+// Unquantized experts only: the *_blocks / *_scales (MXFP4) tensors real
+// gpt-oss checkpoints ship are not read yet.
+TEST_F(HfFromGguf, GptOssFolderRunsLikeItsGguf) {
+  const auto gguf_model = write_folder("gptoss.f32.gguf");
+  const auto hf_model = Model::load(dir_);
+  const ModelConfig& c = hf_model->config();
+  EXPECT_EQ(c.arch->name, "gpt-oss");
+  EXPECT_EQ(c.rope.yarn_orig_ctx, 128u);
+  EXPECT_EQ(c.sliding_window, 8u);
+  std::vector<int32_t> ids;
+  for (int32_t i = 0; i < 14; ++i) ids.push_back((i * 37 + 1) % 512);  // past the window of 8
+  EXPECT_EQ(logits_of(*hf_model, ids), logits_of(*gguf_model, ids));
+}
+
+// Damaged gpt-oss folders (and YaRN outside gpt-oss), each refused naming
+// what is wrong.
+TEST_F(HfFromGguf, GptOssDamageIsNamed) {
+  using Edit = std::function<void(std::vector<HfTensor>&, nlohmann::json&)>;
+  const struct {
+    const char* gguf;
+    Edit edit;
+    const char* message;
+  } kCases[] = {
+      {"gptoss.f32.gguf",
+       [](std::vector<HfTensor>& tensors, nlohmann::json&) {
+         for (auto& t : tensors) {
+           if (t.name == "model.layers.1.mlp.experts.down_proj") t.shape = {t.shape[0], t.shape[2], t.shape[1]};
+         }
+       },
+       "'model.layers.1.mlp.experts.down_proj' does not have the shape [4, 128, 256]"},
+      {"gptoss.f32.gguf",
+       [](std::vector<HfTensor>& tensors, nlohmann::json&) {
+         std::erase_if(tensors,
+                       [](const HfTensor& t) { return t.name == "model.layers.0.mlp.experts.gate_up_proj_bias"; });
+       },
+       "the experts of layer 0 have no 'gate_up_proj_bias'"},
+      {"gptoss.f32.gguf",
+       [](std::vector<HfTensor>&, nlohmann::json& config) {
+         config["layer_types"] = {"full_attention", "sliding_attention"};
+       },
+       "layer 0 is not 'sliding_attention'"},
+      {"mixtral.f32.gguf",
+       [](std::vector<HfTensor>&, nlohmann::json& config) {
+         config["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+       },
+       "rope_type yarn is only read for gpt-oss models"},
+  };
+  for (const auto& c : kCases) {
+    write_folder(c.gguf, c.edit);
+    const std::string e = load_error();
+    EXPECT_NE(e.find(c.message), std::string::npos) << e;
+  }
 }
 
 TEST_F(HfFromGguf, Gemma3LayerTypesOffThePatternAreRefused) {

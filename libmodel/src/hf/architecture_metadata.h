@@ -12,7 +12,7 @@
 namespace lamina::model::hf {
 
 // The converter classes lamina maps; each names the GGUF architecture it writes.
-enum class Family { Llama, Qwen2, Qwen3, Phi3, Gpt2, Gemma2, Gemma3 };
+enum class Family { Llama, Qwen2, Qwen3, Phi3, Gpt2, Gemma2, Gemma3, GptOss };
 
 struct HfArchitecture {
   Family family = Family::Llama;
@@ -25,7 +25,7 @@ struct HfArchitecture {
   uint32_t head_dim = 0;
   uint32_t n_vocab = 0;  // config.json vocab_size
   bool tied_embeddings = false;
-  uint32_t n_expert = 0;  // Mixtral: experts per layer (num_local_experts); 0 for a dense FFN
+  uint32_t n_expert = 0;  // Mixtral, gpt-oss: experts per layer (num_local_experts); 0 for a dense FFN
   // Llama 3.1 RoPE scaling: the factor each rotated pair's frequency is
   // divided by (rope_freqs.weight); empty when the model has none.
   std::vector<float> rope_freqs;

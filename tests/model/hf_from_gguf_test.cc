@@ -6,6 +6,8 @@
 // folders are refused naming what is wrong.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +31,7 @@ struct HfTensor {
   std::string name;
   std::vector<uint64_t> shape;  // PyTorch order
   std::vector<float> values;
+  std::vector<uint8_t> bytes;   // a U8 tensor instead (MXFP4 blocks and scales)
 };
 
 // ggml rows [first, first + n) of a tensor, dequantized.
@@ -70,8 +73,8 @@ void write_safetensors(const fs::path& path, const std::vector<HfTensor>& tensor
   nlohmann::json header = nlohmann::json::object();
   std::size_t offset = 0;
   for (const auto& t : tensors) {
-    const std::size_t bytes = t.values.size() * sizeof(float);
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    const std::size_t bytes = t.bytes.empty() ? t.values.size() * sizeof(float) : t.bytes.size();
+    header[t.name] = {{"dtype", t.bytes.empty() ? "F32" : "U8"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   const std::string text = header.dump();
@@ -79,8 +82,13 @@ void write_safetensors(const fs::path& path, const std::vector<HfTensor>& tensor
   const uint64_t n = text.size();
   for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xFF));
   out << text;
-  for (const auto& t : tensors)
+  for (const auto& t : tensors) {
+    if (!t.bytes.empty()) {
+      out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+      continue;
+    }
     out.write(reinterpret_cast<const char*>(t.values.data()), static_cast<std::streamsize>(t.values.size() * 4));
+  }
 }
 
 // Only ids are fed, so a tokenizer with a few words is enough for loading.
@@ -234,6 +242,51 @@ std::vector<HfTensor> gpt_oss_tensors(const gguf::GgufFile& f, const ModelConfig
   return out;
 }
 
+// A GGUF MXFP4 expert stack as transformers' *_blocks and *_scales: rows
+// (e, o) of the GGUF stack go to checkpoint row row_of(e, o); codes in pairs
+// per byte, low nibble first.
+void mxfp4_to_checkpoint(const gguf::TensorInfo& t, const std::function<std::size_t(std::size_t, std::size_t)>& row_of,
+                         HfTensor& blocks, HfTensor& scales) {
+  const std::size_t nb = t.ne[0] / 32, rows = t.ne[1];
+  const auto* src = reinterpret_cast<const uint8_t*>(t.data.data());
+  for (std::size_t e = 0; e < t.ne[2]; ++e) {
+    for (std::size_t o = 0; o < rows; ++o) {
+      const std::size_t to = row_of(e, o);
+      for (std::size_t k = 0; k < nb; ++k) {
+        const uint8_t* b = src + ((e * rows + o) * nb + k) * 17;
+        uint8_t c[32];
+        for (int j = 0; j < 16; ++j) c[j] = b[1 + j] & 0xF, c[j + 16] = b[1 + j] >> 4;
+        scales.bytes[to * nb + k] = b[0];
+        for (int j = 0; j < 16; ++j) blocks.bytes[(to * nb + k) * 16 + j] = static_cast<uint8_t>(c[2 * j] | (c[2 * j + 1] << 4));
+      }
+    }
+  }
+}
+
+// The same model with its MXFP4 experts as a released gpt-oss checkpoint
+// stores them (the other matrices dequantized to F32).
+std::vector<HfTensor> gpt_oss_mxfp4_tensors(const gguf::GgufFile& f, const ModelConfig& c) {
+  std::vector<HfTensor> out = gpt_oss_tensors(f, c);
+  std::erase_if(out, [](const HfTensor& t) {
+    return t.name.ends_with("mlp.experts.gate_up_proj") || t.name.ends_with("mlp.experts.down_proj");
+  });
+  const std::size_t E = c.n_expert, H = c.n_embd, F = c.n_ff_expert;
+  for (uint32_t il = 0; il < c.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".", l = "model.layers." + std::to_string(il) + ".mlp.experts.";
+    HfTensor gu_blocks{l + "gate_up_proj_blocks", {E, 2 * F, H / 32, 16}, {}, std::vector<uint8_t>(E * 2 * F * H / 2)};
+    HfTensor gu_scales{l + "gate_up_proj_scales", {E, 2 * F, H / 32}, {}, std::vector<uint8_t>(E * 2 * F * H / 32)};
+    HfTensor d_blocks{l + "down_proj_blocks", {E, H, F / 32, 16}, {}, std::vector<uint8_t>(E * H * F / 2)};
+    HfTensor d_scales{l + "down_proj_scales", {E, H, F / 32}, {}, std::vector<uint8_t>(E * H * F / 32)};
+    for (std::size_t half : {0, 1})
+      mxfp4_to_checkpoint(f.tensor(b + (half == 0 ? "ffn_gate_exps.weight" : "ffn_up_exps.weight")),
+                          [&](std::size_t e, std::size_t o) { return e * 2 * F + 2 * o + half; }, gu_blocks, gu_scales);
+    mxfp4_to_checkpoint(f.tensor(b + "ffn_down_exps.weight"), [&](std::size_t e, std::size_t o) { return e * H + o; },
+                        d_blocks, d_scales);
+    for (HfTensor* t : {&gu_blocks, &gu_scales, &d_blocks, &d_scales}) out.push_back(std::move(*t));
+  }
+  return out;
+}
+
 nlohmann::json gpt_oss_config(const ModelConfig& c) {
   nlohmann::json j = common_config("GptOssForCausalLM", c);
   j["intermediate_size"] = c.n_ff_expert;
@@ -269,7 +322,10 @@ class HfFromGguf : public ::testing::Test {
     auto model = Model::load(kArchs / gguf_name);
     const std::string_view arch = model->config().arch->name;
     const ModelConfig& c = model->config();
+    const bool mxfp4 =
+        arch == "gpt-oss" && model->file().tensor("blk.0.ffn_down_exps.weight").type == gguf::TensorType::MXFP4;
     auto tensors = arch == "gemma3"    ? gemma3_tensors(model->file(), c)
+                   : mxfp4             ? gpt_oss_mxfp4_tensors(model->file(), c)
                    : arch == "gpt-oss" ? gpt_oss_tensors(model->file(), c)
                                        : mixtral_tensors(model->file(), c);
     auto config = arch == "gemma3" ? gemma3_config(c) : arch == "gpt-oss" ? gpt_oss_config(c) : mixtral_config(c);
@@ -353,6 +409,22 @@ TEST_F(HfFromGguf, GptOssFolderRunsLikeItsGguf) {
   EXPECT_EQ(logits_of(*hf_model, ids), logits_of(*gguf_model, ids));
 }
 
+// A released checkpoint's MXFP4 experts load as the very MXFP4 blocks
+// llama.cpp's converter writes (the GGUF file's bytes), and run.
+TEST_F(HfFromGguf, GptOssMxfp4ExpertsLoadAsTheirGgufBlocks) {
+  const auto gguf_model = write_folder("gptoss.mxfp4_moe.gguf");
+  const auto hf_model = Model::load(dir_);
+  for (const char* name : {"blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight", "blk.1.ffn_down_exps.weight"}) {
+    const auto& ours = hf_model->file().tensor(name);
+    const auto& theirs = gguf_model->file().tensor(name);
+    EXPECT_EQ(ours.type, gguf::TensorType::MXFP4) << name;
+    EXPECT_EQ(ours.shape().size(), 3u) << name;
+    EXPECT_TRUE(std::equal(ours.data.begin(), ours.data.end(), theirs.data.begin(), theirs.data.end())) << name;
+  }
+  const auto logits = logits_of(*hf_model, {1, 400, 37, 255, 88, 300, 12, 401, 5, 77});
+  for (float l : logits) ASSERT_TRUE(std::isfinite(l));
+}
+
 // Damaged gpt-oss folders (and YaRN outside gpt-oss), each refused naming
 // what is wrong.
 TEST_F(HfFromGguf, GptOssDamageIsNamed) {
@@ -385,6 +457,18 @@ TEST_F(HfFromGguf, GptOssDamageIsNamed) {
          config["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
        },
        "rope_type yarn is only read for gpt-oss models"},
+      {"gptoss.mxfp4_moe.gguf",
+       [](std::vector<HfTensor>& tensors, nlohmann::json&) {
+         std::erase_if(tensors, [](const HfTensor& t) { return t.name == "model.layers.1.mlp.experts.down_proj_scales"; });
+       },
+       "the experts of layer 1 have no 'down_proj_scales'"},
+      {"gptoss.mxfp4_moe.gguf",
+       [](std::vector<HfTensor>& tensors, nlohmann::json&) {
+         for (auto& t : tensors) {
+           if (t.name == "model.layers.0.mlp.experts.gate_up_proj_scales") t.shape = {4, 128, 16};
+         }
+       },
+       "'model.layers.0.mlp.experts.gate_up_proj_scales' does not have the shape [4, 256, 8]"},
   };
   for (const auto& c : kCases) {
     write_folder(c.gguf, c.edit);

@@ -306,6 +306,7 @@ gguf::TensorType gguf_type(Dtype d) {
     case Dtype::F32: return gguf::TensorType::F32;
     case Dtype::F16: return gguf::TensorType::F16;
     case Dtype::BF16: return gguf::TensorType::BF16;
+    case Dtype::U8: break;  // never a weight's own type (map_tensors refuses it first)
   }
   return gguf::TensorType::F32;
 }
@@ -336,7 +337,7 @@ std::vector<gguf::TensorInfo> map_tensors(const Checkpoint& checkpoint, const Hf
     out.push_back(std::move(t));
   }
   std::map<std::string, std::vector<const CheckpointTensor*>> stacks;  // GGUF name -> its experts
-  std::map<uint32_t, std::array<const CheckpointTensor*, 4>> gpt_oss_experts;  // layer -> its parts
+  std::map<uint32_t, std::array<const CheckpointTensor*, kGptOssExpertParts>> gpt_oss_experts;  // layer -> parts
   for (const auto& ct : checkpoint.tensors()) {
     const std::optional<Target> target = map_name(a, ct.tensor.name);
     if (!target)
@@ -346,6 +347,8 @@ std::vector<gguf::TensorInfo> map_tensors(const Checkpoint& checkpoint, const Hf
       gpt_oss_experts[target->layer][target->expert] = &ct;
       continue;
     }
+    if (ct.tensor.dtype == Dtype::U8)
+      throw ModelError(ct.file + ": tensor '" + ct.tensor.name + "' has dtype U8, which is only read for gpt-oss's MXFP4 experts");
     if (target->change == Change::StackExpert) {
       auto& stack = stacks[target->name];
       stack.resize(a.n_expert);
@@ -357,7 +360,7 @@ std::vector<gguf::TensorInfo> map_tensors(const Checkpoint& checkpoint, const Hf
   for (const auto& [name, experts] : stacks) out.push_back(stack_experts(name, experts, owned));
   if (a.family == Family::GptOss) {
     for (uint32_t il = 0; il < a.n_layer; ++il) {
-      const std::array<const CheckpointTensor*, 4> none{};
+      const std::array<const CheckpointTensor*, kGptOssExpertParts> none{};
       const auto found = gpt_oss_experts.find(il);
       const auto parts = gpt_oss_expert_tensors("blk." + std::to_string(il) + ".",
                                                 (found == gpt_oss_experts.end() ? none : found->second).data(),

@@ -136,7 +136,6 @@ struct KernelCodebook : PortableKernelBase {
 inline float IQ4NLScale(const BlockIQ4_NL& w) { return F16ToF32(w.d); }
 inline float MXFP4Scale(const BlockMXFP4& w) { return e8m0_to_f32_half(w.e); }
 using KernelIQ4_NL = KernelCodebook<BlockIQ4_NL, kIQ4NLValues, IQ4NLScale>;
-// Also the MXFP4 kernel of every target.
 using KernelMXFP4 = KernelCodebook<BlockMXFP4, kMXFP4Values, MXFP4Scale>;
 
 }  // namespace portable

@@ -166,6 +166,7 @@ struct Group {
   __m512i hi;
   __m512 d;
   __m512 m;
+  __mmask64 neg_lo, neg_hi;  // signed-magnitude formats (MXFP4): the negative values
 };
 
 // The nibble formats: values and d of a window of 4 blocks.
@@ -200,6 +201,28 @@ HWY_INLINE void AccumulateOffset(const Group* g, const ActRow* rows, size_t b, A
     const __m512 scale_a = _mm512_loadu_ps(rows[r].lane_scales + b * detail::kLanesPerBlock);
     for (size_t w = 0; w < W; ++w) {
       const __m512i dot = Dpbusd(Dpbusd(start, g[w].lo, a_lo), g[w].hi, a_hi);
+      const __m512 scale = _mm512_mul_ps(g[w].d, scale_a);
+      acc[w * R + r].sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[w * R + r].sum);
+    }
+  }
+}
+
+// The same for value = d * (neg ? -u : u): the sign moves to the
+// activations, so each lane holds its own part of the dot (no offset whose
+// rounding would outweigh MXFP4's small values).
+template <size_t W, size_t R>
+HWY_INLINE void AccumulateSigned(const Group* g, const ActRow* rows, size_t b, Acc* acc) {
+  for (size_t r = 0; r < R; ++r) {
+    const int8_t* a = rows[r].values + (b / detail::kGroupBlocks) * detail::kGroupValues;
+    const __m512i a_lo = _mm512_loadu_si512(a);
+    const __m512i a_hi = _mm512_loadu_si512(a + 64);
+    const __m512 scale_a = _mm512_loadu_ps(rows[r].lane_scales + b * detail::kLanesPerBlock);
+    const __m512i zero = _mm512_setzero_si512();
+    for (size_t w = 0; w < W; ++w) {
+      // Activations are within +-127, so negating them cannot overflow.
+      const __m512i s_lo = _mm512_mask_sub_epi8(a_lo, g[w].neg_lo, zero, a_lo);
+      const __m512i s_hi = _mm512_mask_sub_epi8(a_hi, g[w].neg_hi, zero, a_hi);
+      const __m512i dot = Dpbusd(Dpbusd(zero, g[w].lo, s_lo), g[w].hi, s_hi);
       const __m512 scale = _mm512_mul_ps(g[w].d, scale_a);
       acc[w * R + r].sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[w * R + r].sum);
     }
@@ -255,6 +278,41 @@ struct DecodeIQ4_NL {
     const __m512i codes = LoadTable(kCodes);
     g.lo = _mm512_shuffle_epi8(codes, g.lo);
     g.hi = _mm512_shuffle_epi8(codes, g.hi);
+    return g;
+  }
+};
+
+// MXFP4: signed magnitudes (bit 3 of a code is its sign, the low 3 bits
+// index E2M1's doubled magnitudes) and one E8M0 byte per block for d,
+// 2^(e - 128) formed by scalef (exact, f32 subnormals included).
+struct DecodeMXFP4 {
+  using Block = BlockMXFP4;
+  static constexpr int kOffsetShift = -2;  // signed: AccumulateSigned
+  static HWY_INLINE Group Load(const Block* w, size_t n) {
+    alignas(64) static constexpr std::array<uint8_t, 64> kCodes = [] {
+      std::array<uint8_t, 64> t{};
+      for (size_t i = 0; i < 64; ++i) t[i] = static_cast<uint8_t>(kMXFP4Values[i % 8]);
+      return t;
+    }();
+    // Block j's exponent byte into every byte of 128-bit lane j; the mask
+    // below keeps the low byte of each 32-bit lane, so e is an i32 per lane.
+    static constexpr std::array<uint8_t, 64> kExponent = [] {
+      std::array<uint8_t, 64> t{};
+      for (size_t i = 0; i < 64; ++i) t[i] = static_cast<uint8_t>((i / 16) * sizeof(Block) + offsetof(Block, e));
+      return t;
+    }();
+    Block spare[4];
+    const Window win = LoadWindow<4 * sizeof(Block)>(FullGroup(w, n, spare));
+    Group g;
+    SplitNibbles(Pick(win, kLaneBytes<sizeof(Block), offsetof(Block, qs)>), g.lo, g.hi);
+    g.neg_lo = _mm512_test_epi8_mask(g.lo, Bytes(8));
+    g.neg_hi = _mm512_test_epi8_mask(g.hi, Bytes(8));
+    const __m512i magnitudes = LoadTable(kCodes);
+    g.lo = _mm512_shuffle_epi8(magnitudes, _mm512_and_si512(g.lo, Bytes(7)));
+    g.hi = _mm512_shuffle_epi8(magnitudes, _mm512_and_si512(g.hi, Bytes(7)));
+    const __m512i e = _mm512_maskz_permutex2var_epi8(0x1111111111111111ull, win.lo, LoadTable(kExponent), win.hi);
+    const __m512 exponent = _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(128)));
+    g.d = _mm512_scalef_ps(_mm512_set1_ps(1.0f), exponent);
     return g;
   }
 };
@@ -359,6 +417,8 @@ struct KernelQ32 : KernelBase {
     }
     if constexpr (Decode::kOffsetShift >= 0) {
       q32::AccumulateOffset<Decode::kOffsetShift, W, R>(g, rows, b, acc);
+    } else if constexpr (Decode::kOffsetShift == -2) {
+      q32::AccumulateSigned<W, R>(g, rows, b, acc);
     } else {
       q32::AccumulateWithMin<W, R>(g, rows, b, acc);
     }
@@ -371,6 +431,7 @@ struct KernelQ32 : KernelBase {
 
 using KernelQ4_0 = KernelQ32<q32::DecodeQ4_0>;
 using KernelIQ4_NL = KernelQ32<q32::DecodeIQ4_NL>;
+using KernelMXFP4 = KernelQ32<q32::DecodeMXFP4>;
 using KernelQ5_0 = KernelQ32<q32::DecodeQ5_0>;
 using KernelQ4_1 = KernelQ32<q32::DecodeQ4_1>;
 using KernelQ5_1 = KernelQ32<q32::DecodeQ5_1>;

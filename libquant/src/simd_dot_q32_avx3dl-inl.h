@@ -186,21 +186,29 @@ HWY_INLINE void AddQ5HighBits(const Window& win, Group& g) {
   g.hi = _mm512_mask_add_epi8(g.hi, hi, g.hi, Bytes(0x10));
 }
 
+// The values of activation blocks b .. b + 3 (grouped layout: first
+// halves, then second halves).
+struct ActivationGroup {
+  __m512i lo, hi;
+};
+HWY_INLINE ActivationGroup LoadActivationGroup(const ActRow& row, size_t b) {
+  const int8_t* a = row.values + (b / detail::kGroupBlocks) * detail::kGroupValues;
+  return {_mm512_loadu_si512(a), _mm512_loadu_si512(a + 64)};
+}
+
 // acc[w * R + r] += d_w * d_a * (dot(u, a) - (1 << kOffsetShift) * sum(a))
 // for each of the 4 blocks, W weight groups, R activation rows: each
 // activation row is loaded once for all W weight rows.
 template <int kOffsetShift, size_t W, size_t R>
 HWY_INLINE void AccumulateOffset(const Group* g, const ActRow* rows, size_t b, Acc* acc) {
   for (size_t r = 0; r < R; ++r) {
-    const int8_t* a = rows[r].values + (b / detail::kGroupBlocks) * detail::kGroupValues;
-    const __m512i a_lo = _mm512_loadu_si512(a);
-    const __m512i a_hi = _mm512_loadu_si512(a + 64);
+    const ActivationGroup a = LoadActivationGroup(rows[r], b);
     // The dot starts from -offset * sum(a) (in each block's first lane).
     const __m512i start = _mm512_slli_epi32(
         _mm512_loadu_si512(rows[r].lane_neg_sums + b * detail::kLanesPerBlock), kOffsetShift);
     const __m512 scale_a = _mm512_loadu_ps(rows[r].lane_scales + b * detail::kLanesPerBlock);
     for (size_t w = 0; w < W; ++w) {
-      const __m512i dot = Dpbusd(Dpbusd(start, g[w].lo, a_lo), g[w].hi, a_hi);
+      const __m512i dot = Dpbusd(Dpbusd(start, g[w].lo, a.lo), g[w].hi, a.hi);
       const __m512 scale = _mm512_mul_ps(g[w].d, scale_a);
       acc[w * R + r].sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[w * R + r].sum);
     }
@@ -213,15 +221,13 @@ HWY_INLINE void AccumulateOffset(const Group* g, const ActRow* rows, size_t b, A
 template <size_t W, size_t R>
 HWY_INLINE void AccumulateSigned(const Group* g, const ActRow* rows, size_t b, Acc* acc) {
   for (size_t r = 0; r < R; ++r) {
-    const int8_t* a = rows[r].values + (b / detail::kGroupBlocks) * detail::kGroupValues;
-    const __m512i a_lo = _mm512_loadu_si512(a);
-    const __m512i a_hi = _mm512_loadu_si512(a + 64);
+    const ActivationGroup a = LoadActivationGroup(rows[r], b);
     const __m512 scale_a = _mm512_loadu_ps(rows[r].lane_scales + b * detail::kLanesPerBlock);
     const __m512i zero = _mm512_setzero_si512();
     for (size_t w = 0; w < W; ++w) {
       // Activations are within +-127, so negating them cannot overflow.
-      const __m512i s_lo = _mm512_mask_sub_epi8(a_lo, g[w].neg_lo, zero, a_lo);
-      const __m512i s_hi = _mm512_mask_sub_epi8(a_hi, g[w].neg_hi, zero, a_hi);
+      const __m512i s_lo = _mm512_mask_sub_epi8(a.lo, g[w].neg_lo, zero, a.lo);
+      const __m512i s_hi = _mm512_mask_sub_epi8(a.hi, g[w].neg_hi, zero, a.hi);
       const __m512i dot = Dpbusd(Dpbusd(zero, g[w].lo, s_lo), g[w].hi, s_hi);
       const __m512 scale = _mm512_mul_ps(g[w].d, scale_a);
       acc[w * R + r].sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[w * R + r].sum);
@@ -233,14 +239,12 @@ HWY_INLINE void AccumulateSigned(const Group* g, const ActRow* rows, size_t b, A
 template <size_t W, size_t R>
 HWY_INLINE void AccumulateWithMin(const Group* g, const ActRow* rows, size_t b, Acc* acc) {
   for (size_t r = 0; r < R; ++r) {
-    const int8_t* a = rows[r].values + (b / detail::kGroupBlocks) * detail::kGroupValues;
-    const __m512i a_lo = _mm512_loadu_si512(a);
-    const __m512i a_hi = _mm512_loadu_si512(a + 64);
+    const ActivationGroup a = LoadActivationGroup(rows[r], b);
     const size_t lanes = b * detail::kLanesPerBlock;
     const __m512 scale_a = _mm512_loadu_ps(rows[r].lane_scales + lanes);
     const __m512 scaled_sums = _mm512_loadu_ps(rows[r].lane_scaled_sums + lanes);
     for (size_t w = 0; w < W; ++w) {
-      const __m512i dot = Dpbusd(Dpbusd(_mm512_setzero_si512(), g[w].lo, a_lo), g[w].hi, a_hi);
+      const __m512i dot = Dpbusd(Dpbusd(_mm512_setzero_si512(), g[w].lo, a.lo), g[w].hi, a.hi);
       const __m512 scale = _mm512_mul_ps(g[w].d, scale_a);
       Acc& out = acc[w * R + r];
       out.sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, out.sum);

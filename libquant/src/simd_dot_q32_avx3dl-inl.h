@@ -196,39 +196,32 @@ HWY_INLINE ActivationGroup LoadActivationGroup(const ActRow& row, size_t b) {
   return {_mm512_loadu_si512(a), _mm512_loadu_si512(a + 64)};
 }
 
+// kOffsetShift of the signed-magnitude formats (MXFP4): value = d * (neg ?
+// -u : u), the sign moved onto the activations, so each lane holds its own
+// part of the dot (no offset whose rounding would outweigh small values).
+inline constexpr int kSignMagnitude = -2;
+
 // acc[w * R + r] += d_w * d_a * (dot(u, a) - (1 << kOffsetShift) * sum(a))
-// for each of the 4 blocks, W weight groups, R activation rows: each
-// activation row is loaded once for all W weight rows.
+// (or the signed-magnitude dot) for each of the 4 blocks, W weight groups,
+// R activation rows: each activation row is loaded once for all W weight rows.
 template <int kOffsetShift, size_t W, size_t R>
 HWY_INLINE void AccumulateOffset(const Group* g, const ActRow* rows, size_t b, Acc* acc) {
+  constexpr bool kSigned = kOffsetShift == kSignMagnitude;
   for (size_t r = 0; r < R; ++r) {
     const ActivationGroup a = LoadActivationGroup(rows[r], b);
     // The dot starts from -offset * sum(a) (in each block's first lane).
-    const __m512i start = _mm512_slli_epi32(
-        _mm512_loadu_si512(rows[r].lane_neg_sums + b * detail::kLanesPerBlock), kOffsetShift);
+    __m512i start = _mm512_setzero_si512();
+    if constexpr (!kSigned)
+      start = _mm512_slli_epi32(_mm512_loadu_si512(rows[r].lane_neg_sums + b * detail::kLanesPerBlock), kOffsetShift);
     const __m512 scale_a = _mm512_loadu_ps(rows[r].lane_scales + b * detail::kLanesPerBlock);
     for (size_t w = 0; w < W; ++w) {
-      const __m512i dot = Dpbusd(Dpbusd(start, g[w].lo, a.lo), g[w].hi, a.hi);
-      const __m512 scale = _mm512_mul_ps(g[w].d, scale_a);
-      acc[w * R + r].sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[w * R + r].sum);
-    }
-  }
-}
-
-// The same for value = d * (neg ? -u : u): the sign moves to the
-// activations, so each lane holds its own part of the dot (no offset whose
-// rounding would outweigh MXFP4's small values).
-template <size_t W, size_t R>
-HWY_INLINE void AccumulateSigned(const Group* g, const ActRow* rows, size_t b, Acc* acc) {
-  for (size_t r = 0; r < R; ++r) {
-    const ActivationGroup a = LoadActivationGroup(rows[r], b);
-    const __m512 scale_a = _mm512_loadu_ps(rows[r].lane_scales + b * detail::kLanesPerBlock);
-    const __m512i zero = _mm512_setzero_si512();
-    for (size_t w = 0; w < W; ++w) {
-      // Activations are within +-127, so negating them cannot overflow.
-      const __m512i s_lo = _mm512_mask_sub_epi8(a.lo, g[w].neg_lo, zero, a.lo);
-      const __m512i s_hi = _mm512_mask_sub_epi8(a.hi, g[w].neg_hi, zero, a.hi);
-      const __m512i dot = Dpbusd(Dpbusd(zero, g[w].lo, s_lo), g[w].hi, s_hi);
+      __m512i a_lo = a.lo, a_hi = a.hi;
+      if constexpr (kSigned) {
+        // Activations are within +-127, so negating them cannot overflow.
+        a_lo = _mm512_mask_sub_epi8(a.lo, g[w].neg_lo, _mm512_setzero_si512(), a.lo);
+        a_hi = _mm512_mask_sub_epi8(a.hi, g[w].neg_hi, _mm512_setzero_si512(), a.hi);
+      }
+      const __m512i dot = Dpbusd(Dpbusd(start, g[w].lo, a_lo), g[w].hi, a_hi);
       const __m512 scale = _mm512_mul_ps(g[w].d, scale_a);
       acc[w * R + r].sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[w * R + r].sum);
     }
@@ -291,7 +284,7 @@ struct DecodeIQ4_NL {
 // 2^(e - 128) formed by scalef (exact, f32 subnormals included).
 struct DecodeMXFP4 {
   using Block = BlockMXFP4;
-  static constexpr int kOffsetShift = -2;  // signed: AccumulateSigned
+  static constexpr int kOffsetShift = kSignMagnitude;
   static HWY_INLINE Group Load(const Block* w, size_t n) {
     alignas(64) static constexpr std::array<uint8_t, 64> kCodes = [] {
       std::array<uint8_t, 64> t{};
@@ -419,10 +412,8 @@ struct KernelQ32 : KernelBase {
         g[i] = Decode::Load(w + i * stride, n);
       }
     }
-    if constexpr (Decode::kOffsetShift >= 0) {
+    if constexpr (Decode::kOffsetShift >= 0 || Decode::kOffsetShift == q32::kSignMagnitude) {
       q32::AccumulateOffset<Decode::kOffsetShift, W, R>(g, rows, b, acc);
-    } else if constexpr (Decode::kOffsetShift == -2) {
-      q32::AccumulateSigned<W, R>(g, rows, b, acc);
     } else {
       q32::AccumulateWithMin<W, R>(g, rows, b, acc);
     }

@@ -47,12 +47,12 @@ std::vector<float> rows_of(const gguf::TensorInfo& t, std::size_t first, std::si
 // A 2-D tensor (or expert `e` of a 3-D one) as a PyTorch [ne1, ne0] matrix.
 HfTensor matrix(const gguf::GgufFile& f, const std::string& gguf_name, const std::string& hf_name, uint32_t e = 0) {
   const auto& t = f.tensor(gguf_name);
-  return {hf_name, {t.ne[1], t.ne[0]}, rows_of(t, e * t.ne[1], t.ne[1])};
+  return {hf_name, {t.ne[1], t.ne[0]}, rows_of(t, e * t.ne[1], t.ne[1]), {}};
 }
 
 HfTensor vector(const gguf::GgufFile& f, const std::string& gguf_name, const std::string& hf_name) {
   const auto& t = f.tensor(gguf_name);
-  return {hf_name, {t.ne[0]}, rows_of(t, 0, 1)};
+  return {hf_name, {t.ne[0]}, rows_of(t, 0, 1), {}};
 }
 
 // Undoes the converter's Llama permutation: GGUF rows of each head are in
@@ -220,9 +220,9 @@ std::vector<HfTensor> gpt_oss_tensors(const gguf::GgufFile& f, const ModelConfig
     const auto down = rows_of(f.tensor(b + "ffn_down_exps.weight"), 0, E * H);
     const auto gate_b = rows_of(f.tensor(b + "ffn_gate_exps.bias"), 0, E);
     const auto up_b = rows_of(f.tensor(b + "ffn_up_exps.bias"), 0, E);
-    HfTensor gate_up{l + "mlp.experts.gate_up_proj", {E, H, 2 * F}, std::vector<float>(E * H * 2 * F)};
-    HfTensor gate_up_bias{l + "mlp.experts.gate_up_proj_bias", {E, 2 * F}, std::vector<float>(E * 2 * F)};
-    HfTensor down_proj{l + "mlp.experts.down_proj", {E, F, H}, std::vector<float>(E * F * H)};
+    HfTensor gate_up{l + "mlp.experts.gate_up_proj", {E, H, 2 * F}, std::vector<float>(E * H * 2 * F), {}};
+    HfTensor gate_up_bias{l + "mlp.experts.gate_up_proj_bias", {E, 2 * F}, std::vector<float>(E * 2 * F), {}};
+    HfTensor down_proj{l + "mlp.experts.down_proj", {E, F, H}, std::vector<float>(E * F * H), {}};
     for (std::size_t e = 0; e < E; ++e) {
       for (std::size_t o = 0; o < F; ++o) {
         for (std::size_t i = 0; i < H; ++i) {
@@ -237,7 +237,7 @@ std::vector<HfTensor> gpt_oss_tensors(const gguf::GgufFile& f, const ModelConfig
     out.push_back(std::move(gate_up));
     out.push_back(std::move(gate_up_bias));
     out.push_back(std::move(down_proj));
-    out.push_back({l + "mlp.experts.down_proj_bias", {E, H}, rows_of(f.tensor(b + "ffn_down_exps.bias"), 0, E)});
+    out.push_back({l + "mlp.experts.down_proj_bias", {E, H}, rows_of(f.tensor(b + "ffn_down_exps.bias"), 0, E), {}});
   }
   return out;
 }

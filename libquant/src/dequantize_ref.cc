@@ -1,6 +1,7 @@
 // Scalar dequantization, bit-exact with ggml: every product is formed in the
 // same order and rounded to f32 the same way (this file is built without
 // multiply-add contraction).
+#include <array>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -175,14 +176,21 @@ void dequantize_q8_k(const BlockQ8_K* blocks, size_t nblocks, float* out) {
   }
 }
 
-void dequantize_iq4_nl(const BlockIQ4_NL* blocks, size_t nblocks, float* out) {
-  for (size_t b = 0; b < nblocks; ++b, out += kQK) {
-    const float d = f16_to_f32(blocks[b].d);
-    for (int j = 0; j < kQK / 2; ++j) {
-      out[j] = d * static_cast<float>(kIQ4NLValues[blocks[b].qs[j] & 0xF]);
-      out[j + kQK / 2] = d * static_cast<float>(kIQ4NLValues[blocks[b].qs[j] >> 4]);
-    }
+namespace {
+
+// 32 nibble codes (value j low in byte j, j + 16 high) into `table`, times d.
+void dequantize_codes(const uint8_t* qs, float d, const std::array<int8_t, 16>& table, float* out) {
+  for (int j = 0; j < kQK / 2; ++j) {
+    out[j] = d * static_cast<float>(table[qs[j] & 0xF]);
+    out[j + kQK / 2] = d * static_cast<float>(table[qs[j] >> 4]);
   }
+}
+
+}  // namespace
+
+void dequantize_iq4_nl(const BlockIQ4_NL* blocks, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; ++b, out += kQK)
+    dequantize_codes(blocks[b].qs, f16_to_f32(blocks[b].d), kIQ4NLValues, out);
 }
 
 void dequantize_iq4_xs(const BlockIQ4_XS* blocks, size_t nblocks, float* out) {
@@ -193,24 +201,14 @@ void dequantize_iq4_xs(const BlockIQ4_XS* blocks, size_t nblocks, float* out) {
       const int low = (blk.scales_l[sub / 2] >> (4 * (sub % 2))) & 0xF;
       const int high = (blk.scales_h >> (2 * sub)) & 3;
       const float dl = d * static_cast<float>((low | (high << 4)) - 32);
-      const uint8_t* qs = blk.qs + sub * 16;
-      float* o = out + sub * 32;
-      for (int j = 0; j < 16; ++j) {
-        o[j] = dl * static_cast<float>(kIQ4NLValues[qs[j] & 0xF]);
-        o[j + 16] = dl * static_cast<float>(kIQ4NLValues[qs[j] >> 4]);
-      }
+      dequantize_codes(blk.qs + sub * 16, dl, kIQ4NLValues, out + sub * 32);
     }
   }
 }
 
 void dequantize_mxfp4(const BlockMXFP4* blocks, size_t nblocks, float* out) {
-  for (size_t b = 0; b < nblocks; ++b, out += kQK) {
-    const float d = e8m0_to_f32_half(blocks[b].e);
-    for (int j = 0; j < kQK / 2; ++j) {
-      out[j] = d * static_cast<float>(kMXFP4Values[blocks[b].qs[j] & 0xF]);
-      out[j + kQK / 2] = d * static_cast<float>(kMXFP4Values[blocks[b].qs[j] >> 4]);
-    }
-  }
+  for (size_t b = 0; b < nblocks; ++b, out += kQK)
+    dequantize_codes(blocks[b].qs, e8m0_to_f32_half(blocks[b].e), kMXFP4Values, out);
 }
 
 }  // namespace lamina::quant::ref

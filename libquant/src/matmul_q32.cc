@@ -13,8 +13,7 @@ HWY_BEFORE_NAMESPACE();
 namespace lamina::quant::HWY_NAMESPACE {
 
 // AVX3_DL has kernels of its own (several blocks per 512-bit step); every
-// other target runs the portable ones, and MXFP4 runs its portable kernel on
-// every target.
+// other target runs the portable ones.
 #if HWY_TARGET == HWY_AVX3_DL
 namespace kernels = dl;
 #else
@@ -41,7 +40,7 @@ void MatMulQ32(QuantFormat format, const void* w, size_t n_out, size_t n_in,
     case QuantFormat::Q5_1: return RunQ32<kernels::KernelQ5_1>(w, n_out, n_in, x, y, pool);
     case QuantFormat::Q8_0: return RunQ32<kernels::KernelQ8_0>(w, n_out, n_in, x, y, pool);
     case QuantFormat::IQ4_NL: return RunQ32<kernels::KernelIQ4_NL>(w, n_out, n_in, x, y, pool);
-    case QuantFormat::MXFP4: return RunQ32<portable::KernelMXFP4>(w, n_out, n_in, x, y, pool);
+    case QuantFormat::MXFP4: return RunQ32<kernels::KernelMXFP4>(w, n_out, n_in, x, y, pool);
     default: return;  // the caller only passes the formats above
   }
 }

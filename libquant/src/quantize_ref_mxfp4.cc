@@ -18,8 +18,9 @@ constexpr int kE2M1MaxExponent = 2;
 // (NaN in E8M0) is never written.
 uint8_t block_exponent(float amax) {
   if (!(amax > 0.0f)) return 0;
-  const int e = static_cast<int>(std::floor(std::log2(amax))) - kE2M1MaxExponent + kE8M0Bias;
-  return static_cast<uint8_t>(std::clamp(e, 0, 254));
+  // Clamped as a float first: an infinite amax must not reach the int cast.
+  const float e = std::floor(std::log2(amax)) - kE2M1MaxExponent + kE8M0Bias;
+  return static_cast<uint8_t>(std::clamp(e, 0.0f, 254.0f));
 }
 
 // The code whose value (table entry times d) is nearest to x; the lowest

@@ -122,26 +122,21 @@ struct KernelQ8_0 : PortableKernelBase {
   }
 };
 
-struct KernelIQ4_NL : PortableKernelBase {
-  using Block = BlockIQ4_NL;
+// 4-bit codes into a 16-entry table, times the block's scale.
+template <class B, const std::array<int8_t, 16>& kTable, float (*kScale)(const B&)>
+struct KernelCodebook : PortableKernelBase {
+  using Block = B;
   template <size_t R>
   static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
-    const I8x32 q = LookupNibbles(UnpackNibbles16(w->qs), kIQ4NLValues.data());
-    const float d = F16ToF32(w->d);
+    const I8x32 q = LookupNibbles(UnpackNibbles16(w->qs), kTable.data());
+    const float d = kScale(*w);
     for (size_t r = 0; r < R; ++r) q32::AccumulateSigned(q, d, rows[r], b, acc[r]);
   }
 };
-
-// Also the MXFP4 kernel of every target: its E8M0 scale is decoded per block.
-struct KernelMXFP4 : PortableKernelBase {
-  using Block = BlockMXFP4;
-  template <size_t R>
-  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
-    const I8x32 q = LookupNibbles(UnpackNibbles16(w->qs), kMXFP4Values.data());
-    const float d = e8m0_to_f32_half(w->e);
-    for (size_t r = 0; r < R; ++r) q32::AccumulateSigned(q, d, rows[r], b, acc[r]);
-  }
-};
+inline float IQ4NLScale(const BlockIQ4_NL& w) { return F16ToF32(w.d); }
+inline float MXFP4Scale(const BlockMXFP4& w) { return e8m0_to_f32_half(w.e); }
+using KernelIQ4_NL = KernelCodebook<BlockIQ4_NL, kIQ4NLValues, IQ4NLScale>;
+using KernelMXFP4 = KernelCodebook<BlockMXFP4, kMXFP4Values, MXFP4Scale>;
 
 }  // namespace portable
 }  // namespace lamina::quant::HWY_NAMESPACE

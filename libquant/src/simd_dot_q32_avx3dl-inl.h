@@ -166,6 +166,7 @@ struct Group {
   __m512i hi;
   __m512 d;
   __m512 m;
+  __mmask64 neg_lo, neg_hi;  // signed-magnitude formats (MXFP4): the negative values
 };
 
 // The nibble formats: values and d of a window of 4 blocks.
@@ -185,20 +186,41 @@ HWY_INLINE void AddQ5HighBits(const Window& win, Group& g) {
   g.hi = _mm512_mask_add_epi8(g.hi, hi, g.hi, Bytes(0x10));
 }
 
+// The values of activation blocks b .. b + 3 (grouped layout: first
+// halves, then second halves).
+struct ActivationGroup {
+  __m512i lo, hi;
+};
+HWY_INLINE ActivationGroup LoadActivationGroup(const ActRow& row, size_t b) {
+  const int8_t* a = row.values + (b / detail::kGroupBlocks) * detail::kGroupValues;
+  return {_mm512_loadu_si512(a), _mm512_loadu_si512(a + 64)};
+}
+
+// kOffsetShift of the signed-magnitude formats (MXFP4): value = d * (neg ?
+// -u : u), the sign moved onto the activations, so each lane holds its own
+// part of the dot (no offset whose rounding would outweigh small values).
+inline constexpr int kSignMagnitude = -2;
+
 // acc[w * R + r] += d_w * d_a * (dot(u, a) - (1 << kOffsetShift) * sum(a))
-// for each of the 4 blocks, W weight groups, R activation rows: each
-// activation row is loaded once for all W weight rows.
+// (or the signed-magnitude dot) for each of the 4 blocks, W weight groups,
+// R activation rows: each activation row is loaded once for all W weight rows.
 template <int kOffsetShift, size_t W, size_t R>
 HWY_INLINE void AccumulateOffset(const Group* g, const ActRow* rows, size_t b, Acc* acc) {
+  constexpr bool kSigned = kOffsetShift == kSignMagnitude;
   for (size_t r = 0; r < R; ++r) {
-    const int8_t* a = rows[r].values + (b / detail::kGroupBlocks) * detail::kGroupValues;
-    const __m512i a_lo = _mm512_loadu_si512(a);
-    const __m512i a_hi = _mm512_loadu_si512(a + 64);
+    const ActivationGroup a = LoadActivationGroup(rows[r], b);
     // The dot starts from -offset * sum(a) (in each block's first lane).
-    const __m512i start = _mm512_slli_epi32(
-        _mm512_loadu_si512(rows[r].lane_neg_sums + b * detail::kLanesPerBlock), kOffsetShift);
+    __m512i start = _mm512_setzero_si512();
+    if constexpr (!kSigned)
+      start = _mm512_slli_epi32(_mm512_loadu_si512(rows[r].lane_neg_sums + b * detail::kLanesPerBlock), kOffsetShift);
     const __m512 scale_a = _mm512_loadu_ps(rows[r].lane_scales + b * detail::kLanesPerBlock);
     for (size_t w = 0; w < W; ++w) {
+      __m512i a_lo = a.lo, a_hi = a.hi;
+      if constexpr (kSigned) {
+        // Activations are within +-127, so negating them cannot overflow.
+        a_lo = _mm512_mask_sub_epi8(a.lo, g[w].neg_lo, _mm512_setzero_si512(), a.lo);
+        a_hi = _mm512_mask_sub_epi8(a.hi, g[w].neg_hi, _mm512_setzero_si512(), a.hi);
+      }
       const __m512i dot = Dpbusd(Dpbusd(start, g[w].lo, a_lo), g[w].hi, a_hi);
       const __m512 scale = _mm512_mul_ps(g[w].d, scale_a);
       acc[w * R + r].sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[w * R + r].sum);
@@ -210,14 +232,12 @@ HWY_INLINE void AccumulateOffset(const Group* g, const ActRow* rows, size_t b, A
 template <size_t W, size_t R>
 HWY_INLINE void AccumulateWithMin(const Group* g, const ActRow* rows, size_t b, Acc* acc) {
   for (size_t r = 0; r < R; ++r) {
-    const int8_t* a = rows[r].values + (b / detail::kGroupBlocks) * detail::kGroupValues;
-    const __m512i a_lo = _mm512_loadu_si512(a);
-    const __m512i a_hi = _mm512_loadu_si512(a + 64);
+    const ActivationGroup a = LoadActivationGroup(rows[r], b);
     const size_t lanes = b * detail::kLanesPerBlock;
     const __m512 scale_a = _mm512_loadu_ps(rows[r].lane_scales + lanes);
     const __m512 scaled_sums = _mm512_loadu_ps(rows[r].lane_scaled_sums + lanes);
     for (size_t w = 0; w < W; ++w) {
-      const __m512i dot = Dpbusd(Dpbusd(_mm512_setzero_si512(), g[w].lo, a_lo), g[w].hi, a_hi);
+      const __m512i dot = Dpbusd(Dpbusd(_mm512_setzero_si512(), g[w].lo, a.lo), g[w].hi, a.hi);
       const __m512 scale = _mm512_mul_ps(g[w].d, scale_a);
       Acc& out = acc[w * R + r];
       out.sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, out.sum);
@@ -255,6 +275,41 @@ struct DecodeIQ4_NL {
     const __m512i codes = LoadTable(kCodes);
     g.lo = _mm512_shuffle_epi8(codes, g.lo);
     g.hi = _mm512_shuffle_epi8(codes, g.hi);
+    return g;
+  }
+};
+
+// MXFP4: signed magnitudes (bit 3 of a code is its sign, the low 3 bits
+// index E2M1's doubled magnitudes) and one E8M0 byte per block for d,
+// 2^(e - 128) formed by scalef (exact, f32 subnormals included).
+struct DecodeMXFP4 {
+  using Block = BlockMXFP4;
+  static constexpr int kOffsetShift = kSignMagnitude;
+  static HWY_INLINE Group Load(const Block* w, size_t n) {
+    alignas(64) static constexpr std::array<uint8_t, 64> kCodes = [] {
+      std::array<uint8_t, 64> t{};
+      for (size_t i = 0; i < 64; ++i) t[i] = static_cast<uint8_t>(kMXFP4Values[i % 8]);
+      return t;
+    }();
+    // Block j's exponent byte into every byte of 128-bit lane j; the mask
+    // below keeps the low byte of each 32-bit lane, so e is an i32 per lane.
+    static constexpr std::array<uint8_t, 64> kExponent = [] {
+      std::array<uint8_t, 64> t{};
+      for (size_t i = 0; i < 64; ++i) t[i] = static_cast<uint8_t>((i / 16) * sizeof(Block) + offsetof(Block, e));
+      return t;
+    }();
+    Block spare[4];
+    const Window win = LoadWindow<4 * sizeof(Block)>(FullGroup(w, n, spare));
+    Group g;
+    SplitNibbles(Pick(win, kLaneBytes<sizeof(Block), offsetof(Block, qs)>), g.lo, g.hi);
+    g.neg_lo = _mm512_test_epi8_mask(g.lo, Bytes(8));
+    g.neg_hi = _mm512_test_epi8_mask(g.hi, Bytes(8));
+    const __m512i magnitudes = LoadTable(kCodes);
+    g.lo = _mm512_shuffle_epi8(magnitudes, _mm512_and_si512(g.lo, Bytes(7)));
+    g.hi = _mm512_shuffle_epi8(magnitudes, _mm512_and_si512(g.hi, Bytes(7)));
+    const __m512i e = _mm512_maskz_permutex2var_epi8(0x1111111111111111ull, win.lo, LoadTable(kExponent), win.hi);
+    const __m512 exponent = _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(128)));
+    g.d = _mm512_scalef_ps(_mm512_set1_ps(1.0f), exponent);
     return g;
   }
 };
@@ -357,7 +412,7 @@ struct KernelQ32 : KernelBase {
         g[i] = Decode::Load(w + i * stride, n);
       }
     }
-    if constexpr (Decode::kOffsetShift >= 0) {
+    if constexpr (Decode::kOffsetShift >= 0 || Decode::kOffsetShift == q32::kSignMagnitude) {
       q32::AccumulateOffset<Decode::kOffsetShift, W, R>(g, rows, b, acc);
     } else {
       q32::AccumulateWithMin<W, R>(g, rows, b, acc);
@@ -371,6 +426,7 @@ struct KernelQ32 : KernelBase {
 
 using KernelQ4_0 = KernelQ32<q32::DecodeQ4_0>;
 using KernelIQ4_NL = KernelQ32<q32::DecodeIQ4_NL>;
+using KernelMXFP4 = KernelQ32<q32::DecodeMXFP4>;
 using KernelQ5_0 = KernelQ32<q32::DecodeQ5_0>;
 using KernelQ4_1 = KernelQ32<q32::DecodeQ4_1>;
 using KernelQ5_1 = KernelQ32<q32::DecodeQ5_1>;

@@ -11,6 +11,8 @@
 
 #include "lamina/gguf/file.h"
 #include "lamina/model/config.h"
+#include "lamina/model/gpu_forward.h"
+#include "lamina/model/model.h"
 #include "lamina/model/weights.h"
 
 namespace lamina::model {
@@ -110,26 +112,32 @@ Edit reshape_tensor(const std::string& name, uint64_t ne0, uint64_t ne1) {
   };
 }
 
-TEST_F(ArchErrors, GptOssTensors) {
-  EXPECT_EQ(load_error("gptoss.f32", drop_tensor("blk.1.attn_sinks.weight")),
-            "missing tensor 'blk.1.attn_sinks.weight'");
-  EXPECT_EQ(load_error("gptoss.f32", drop_tensor("blk.0.ffn_gate_inp.bias")),
-            "missing tensor 'blk.0.ffn_gate_inp.bias'");
-  EXPECT_EQ(load_error("gptoss.f32", drop_tensor("blk.0.post_attention_norm.weight")),
-            "missing tensor 'blk.0.post_attention_norm.weight'");
-  EXPECT_EQ(load_error("gptoss.f32", reshape_tensor("blk.0.ffn_up_exps.bias", 64, 8)),
-            "tensor 'blk.0.ffn_up_exps.bias' has shape [64, 8], expected [128, 4]");
-  EXPECT_EQ(load_error("gptoss.mxfp4_moe", set_key("gpt-oss.expert_feed_forward_length", gguf::Value::u32(96))),
-            "tensor 'blk.0.ffn_gate_exps.weight' has shape [256, 128, 4], expected [256, 96, 4]");
+// Damaged gpt-oss files and the message each gives.
+TEST_F(ArchErrors, GptOssTensorsAndKeys) {
+  const struct {
+    const char* model;
+    Edit edit;
+    const char* message;
+  } kCases[] = {
+      {"gptoss.f32", drop_tensor("blk.1.attn_sinks.weight"), "missing tensor 'blk.1.attn_sinks.weight'"},
+      {"gptoss.f32", drop_tensor("blk.0.ffn_gate_inp.bias"), "missing tensor 'blk.0.ffn_gate_inp.bias'"},
+      {"gptoss.f32", drop_tensor("blk.0.post_attention_norm.weight"),
+       "missing tensor 'blk.0.post_attention_norm.weight'"},
+      {"gptoss.f32", reshape_tensor("blk.0.ffn_up_exps.bias", 64, 8),
+       "tensor 'blk.0.ffn_up_exps.bias' has shape [64, 8], expected [128, 4]"},
+      {"gptoss.mxfp4_moe", set_key("gpt-oss.expert_feed_forward_length", gguf::Value::u32(96)),
+       "tensor 'blk.0.ffn_gate_exps.weight' has shape [256, 128, 4], expected [256, 96, 4]"},
+      {"gptoss.f32", set_key("gpt-oss.rope.scaling.factor", gguf::Value::f32(0.5f)),
+       "gpt-oss: rope.scaling.factor 0.500000 must be at least 1 for YaRN"},
+      {"gptoss.f32", set_key("gpt-oss.rope.scaling.original_context_length", gguf::Value::u32(0)),
+       "gpt-oss: YaRN needs rope.scaling.original_context_length (or context_length)"},
+      {"gptoss.f32", set_key("gpt-oss.rope.scaling.yarn_beta_fast", gguf::Value::f32(-1.0f)),
+       "gpt-oss: rope.scaling.yarn_beta_fast and yarn_beta_slow must be positive"},
+  };
+  for (const auto& c : kCases) EXPECT_EQ(load_error(c.model, c.edit), c.message);
 }
 
-TEST_F(ArchErrors, GptOssYarnKeys) {
-  EXPECT_EQ(load_error("gptoss.f32", set_key("gpt-oss.rope.scaling.factor", gguf::Value::f32(0.5f))),
-            "gpt-oss: rope.scaling.factor 0.500000 must be at least 1 for YaRN");
-  EXPECT_EQ(load_error("gptoss.f32", set_key("gpt-oss.rope.scaling.original_context_length", gguf::Value::u32(0))),
-            "gpt-oss: YaRN needs rope.scaling.original_context_length (or context_length)");
-  EXPECT_EQ(load_error("gptoss.f32", set_key("gpt-oss.rope.scaling.yarn_beta_fast", gguf::Value::f32(-1.0f))),
-            "gpt-oss: rope.scaling.yarn_beta_fast and yarn_beta_slow must be positive");
+TEST_F(ArchErrors, GptOssKeysReadAsLlamaCppReadsThem) {
   const auto file = gguf::GgufFile::open(kArchs / "gptoss.f32.gguf");
   const ModelConfig c = load_config(file);
   EXPECT_EQ(c.rope.yarn_orig_ctx, 128u);

@@ -6,6 +6,8 @@
 // folders are refused naming what is wrong.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +31,7 @@ struct HfTensor {
   std::string name;
   std::vector<uint64_t> shape;  // PyTorch order
   std::vector<float> values;
+  std::vector<uint8_t> bytes;   // a U8 tensor instead (MXFP4 blocks and scales)
 };
 
 // ggml rows [first, first + n) of a tensor, dequantized.
@@ -44,12 +47,12 @@ std::vector<float> rows_of(const gguf::TensorInfo& t, std::size_t first, std::si
 // A 2-D tensor (or expert `e` of a 3-D one) as a PyTorch [ne1, ne0] matrix.
 HfTensor matrix(const gguf::GgufFile& f, const std::string& gguf_name, const std::string& hf_name, uint32_t e = 0) {
   const auto& t = f.tensor(gguf_name);
-  return {hf_name, {t.ne[1], t.ne[0]}, rows_of(t, e * t.ne[1], t.ne[1])};
+  return {hf_name, {t.ne[1], t.ne[0]}, rows_of(t, e * t.ne[1], t.ne[1]), {}};
 }
 
 HfTensor vector(const gguf::GgufFile& f, const std::string& gguf_name, const std::string& hf_name) {
   const auto& t = f.tensor(gguf_name);
-  return {hf_name, {t.ne[0]}, rows_of(t, 0, 1)};
+  return {hf_name, {t.ne[0]}, rows_of(t, 0, 1), {}};
 }
 
 // Undoes the converter's Llama permutation: GGUF rows of each head are in
@@ -70,8 +73,8 @@ void write_safetensors(const fs::path& path, const std::vector<HfTensor>& tensor
   nlohmann::json header = nlohmann::json::object();
   std::size_t offset = 0;
   for (const auto& t : tensors) {
-    const std::size_t bytes = t.values.size() * sizeof(float);
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    const std::size_t bytes = t.bytes.empty() ? t.values.size() * sizeof(float) : t.bytes.size();
+    header[t.name] = {{"dtype", t.bytes.empty() ? "F32" : "U8"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   const std::string text = header.dump();
@@ -79,8 +82,13 @@ void write_safetensors(const fs::path& path, const std::vector<HfTensor>& tensor
   const uint64_t n = text.size();
   for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xFF));
   out << text;
-  for (const auto& t : tensors)
+  for (const auto& t : tensors) {
+    if (!t.bytes.empty()) {
+      out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+      continue;
+    }
     out.write(reinterpret_cast<const char*>(t.values.data()), static_cast<std::streamsize>(t.values.size() * 4));
+  }
 }
 
 // Only ids are fed, so a tokenizer with a few words is enough for loading.
@@ -217,7 +225,7 @@ std::vector<HfTensor> deepseek2_tensors(const gguf::GgufFile& f, const ModelConf
     }
     const auto k_b = rows_of(f.tensor(b + "attn_k_b.weight"), 0, std::size_t{R} * c.n_head);  // [h][r][n]
     const auto v_b = rows_of(f.tensor(b + "attn_v_b.weight"), 0, std::size_t{v} * c.n_head);  // [h][d][r]
-    HfTensor kv_b{l + "self_attn.kv_b_proj.weight", {uint64_t{rows} * c.n_head, R}, {}};
+    HfTensor kv_b{l + "self_attn.kv_b_proj.weight", {uint64_t{rows} * c.n_head, R}, {}, {}};
     kv_b.values.resize(std::size_t{rows} * c.n_head * R);
     for (uint32_t h = 0; h < c.n_head; ++h)
       for (uint32_t r = 0; r < R; ++r) {
@@ -255,10 +263,122 @@ nlohmann::json deepseek2_config(const ModelConfig& c) {
   return j;
 }
 
+// archs/gptoss.f32.gguf as transformers' GptOssForCausalLM stores it: the
+// experts as 3-D stacks multiplied from the right, gate and up interleaved
+// by column ([E, n_embd, 2F], gate at even columns), down as [E, F, n_embd].
+std::vector<HfTensor> gpt_oss_tensors(const gguf::GgufFile& f, const ModelConfig& c) {
+  static constexpr std::pair<const char*, const char*> kParts[] = {
+      {"attn_norm.weight", "input_layernorm.weight"}, {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+      {"attn_sinks.weight", "self_attn.sinks"},       {"ffn_gate_inp.bias", "mlp.router.bias"},
+      {"attn_q.bias", "self_attn.q_proj.bias"},       {"attn_k.bias", "self_attn.k_proj.bias"},
+      {"attn_v.bias", "self_attn.v_proj.bias"},       {"attn_output.bias", "self_attn.o_proj.bias"},
+  };
+  static constexpr std::pair<const char*, const char*> kMatrices[] = {
+      {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+      {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+      {"ffn_gate_inp.weight", "mlp.router.weight"},
+  };
+  std::vector<HfTensor> out{matrix(f, "token_embd.weight", "model.embed_tokens.weight"),
+                            vector(f, "output_norm.weight", "model.norm.weight"),
+                            matrix(f, "output.weight", "lm_head.weight")};
+  const std::size_t E = c.n_expert, H = c.n_embd, F = c.n_ff_expert;
+  for (uint32_t il = 0; il < c.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".", l = "model.layers." + std::to_string(il) + ".";
+    for (const auto& [g, h] : kParts) out.push_back(vector(f, b + g, l + h));
+    for (const auto& [g, h] : kMatrices) out.push_back(matrix(f, b + g, l + h));
+    const auto gate = rows_of(f.tensor(b + "ffn_gate_exps.weight"), 0, E * F);
+    const auto up = rows_of(f.tensor(b + "ffn_up_exps.weight"), 0, E * F);
+    const auto down = rows_of(f.tensor(b + "ffn_down_exps.weight"), 0, E * H);
+    const auto gate_b = rows_of(f.tensor(b + "ffn_gate_exps.bias"), 0, E);
+    const auto up_b = rows_of(f.tensor(b + "ffn_up_exps.bias"), 0, E);
+    HfTensor gate_up{l + "mlp.experts.gate_up_proj", {E, H, 2 * F}, std::vector<float>(E * H * 2 * F), {}};
+    HfTensor gate_up_bias{l + "mlp.experts.gate_up_proj_bias", {E, 2 * F}, std::vector<float>(E * 2 * F), {}};
+    HfTensor down_proj{l + "mlp.experts.down_proj", {E, F, H}, std::vector<float>(E * F * H), {}};
+    for (std::size_t e = 0; e < E; ++e) {
+      for (std::size_t o = 0; o < F; ++o) {
+        for (std::size_t i = 0; i < H; ++i) {
+          gate_up.values[(e * H + i) * 2 * F + 2 * o] = gate[(e * F + o) * H + i];
+          gate_up.values[(e * H + i) * 2 * F + 2 * o + 1] = up[(e * F + o) * H + i];
+          down_proj.values[(e * F + o) * H + i] = down[(e * H + i) * F + o];
+        }
+        gate_up_bias.values[e * 2 * F + 2 * o] = gate_b[e * F + o];
+        gate_up_bias.values[e * 2 * F + 2 * o + 1] = up_b[e * F + o];
+      }
+    }
+    out.push_back(std::move(gate_up));
+    out.push_back(std::move(gate_up_bias));
+    out.push_back(std::move(down_proj));
+    out.push_back({l + "mlp.experts.down_proj_bias", {E, H}, rows_of(f.tensor(b + "ffn_down_exps.bias"), 0, E), {}});
+  }
+  return out;
+}
+
+// A GGUF MXFP4 expert stack as transformers' *_blocks and *_scales: rows
+// (e, o) of the GGUF stack go to checkpoint row row_of(e, o); codes in pairs
+// per byte, low nibble first.
+void mxfp4_to_checkpoint(const gguf::TensorInfo& t, const std::function<std::size_t(std::size_t, std::size_t)>& row_of,
+                         HfTensor& blocks, HfTensor& scales) {
+  const std::size_t nb = t.ne[0] / 32, rows = t.ne[1];
+  const auto* src = reinterpret_cast<const uint8_t*>(t.data.data());
+  for (std::size_t e = 0; e < t.ne[2]; ++e) {
+    for (std::size_t o = 0; o < rows; ++o) {
+      const std::size_t to = row_of(e, o);
+      for (std::size_t k = 0; k < nb; ++k) {
+        const uint8_t* b = src + ((e * rows + o) * nb + k) * 17;
+        uint8_t c[32];
+        for (int j = 0; j < 16; ++j) c[j] = b[1 + j] & 0xF, c[j + 16] = b[1 + j] >> 4;
+        scales.bytes[to * nb + k] = b[0];
+        for (int j = 0; j < 16; ++j) blocks.bytes[(to * nb + k) * 16 + j] = static_cast<uint8_t>(c[2 * j] | (c[2 * j + 1] << 4));
+      }
+    }
+  }
+}
+
+// The same model with its MXFP4 experts as a released gpt-oss checkpoint
+// stores them (the other matrices dequantized to F32).
+std::vector<HfTensor> gpt_oss_mxfp4_tensors(const gguf::GgufFile& f, const ModelConfig& c) {
+  std::vector<HfTensor> out = gpt_oss_tensors(f, c);
+  std::erase_if(out, [](const HfTensor& t) {
+    return t.name.ends_with("mlp.experts.gate_up_proj") || t.name.ends_with("mlp.experts.down_proj");
+  });
+  const std::size_t E = c.n_expert, H = c.n_embd, F = c.n_ff_expert;
+  for (uint32_t il = 0; il < c.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".", l = "model.layers." + std::to_string(il) + ".mlp.experts.";
+    HfTensor gu_blocks{l + "gate_up_proj_blocks", {E, 2 * F, H / 32, 16}, {}, std::vector<uint8_t>(E * 2 * F * H / 2)};
+    HfTensor gu_scales{l + "gate_up_proj_scales", {E, 2 * F, H / 32}, {}, std::vector<uint8_t>(E * 2 * F * H / 32)};
+    HfTensor d_blocks{l + "down_proj_blocks", {E, H, F / 32, 16}, {}, std::vector<uint8_t>(E * H * F / 2)};
+    HfTensor d_scales{l + "down_proj_scales", {E, H, F / 32}, {}, std::vector<uint8_t>(E * H * F / 32)};
+    for (std::size_t half : {0, 1})
+      mxfp4_to_checkpoint(f.tensor(b + (half == 0 ? "ffn_gate_exps.weight" : "ffn_up_exps.weight")),
+                          [&](std::size_t e, std::size_t o) { return e * 2 * F + 2 * o + half; }, gu_blocks, gu_scales);
+    mxfp4_to_checkpoint(f.tensor(b + "ffn_down_exps.weight"), [&](std::size_t e, std::size_t o) { return e * H + o; },
+                        d_blocks, d_scales);
+    for (HfTensor* t : {&gu_blocks, &gu_scales, &d_blocks, &d_scales}) out.push_back(std::move(*t));
+  }
+  return out;
+}
+
+nlohmann::json gpt_oss_config(const ModelConfig& c) {
+  nlohmann::json j = common_config("GptOssForCausalLM", c);
+  j["intermediate_size"] = c.n_ff_expert;
+  j["num_local_experts"] = c.n_expert;
+  j["num_experts_per_tok"] = c.n_expert_used;
+  j["head_dim"] = c.head_dim_k;
+  j["sliding_window"] = c.sliding_window;
+  j["layer_types"] = {"sliding_attention", "full_attention"};
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 1.0f / c.rope.freq_scale}, {"beta_fast", 32.0},
+                       {"beta_slow", 1.0}, {"original_max_position_embeddings", c.rope.yarn_orig_ctx}};
+  j["attention_bias"] = true;
+  j["swiglu_limit"] = 7.0;
+  j["tie_word_embeddings"] = false;
+  return j;
+}
+
 class HfFromGguf : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kArchs / "mixtral.f32.gguf") || !fs::exists(kArchs / "gemma3.f32.gguf"))
+    if (!fs::exists(kArchs / "mixtral.f32.gguf") || !fs::exists(kArchs / "gemma3.f32.gguf") ||
+        !fs::exists(kArchs / "gptoss.f32.gguf"))
       GTEST_SKIP() << "test data not found at " << kArchs;
     dir_ = fs::path(testing::TempDir()) / ("lamina_hf_" + std::string(
         testing::UnitTest::GetInstance()->current_test_info()->name()));
@@ -273,10 +393,17 @@ class HfFromGguf : public ::testing::Test {
     auto model = Model::load(kArchs / gguf_name);
     const std::string_view arch = model->config().arch->name;
     const ModelConfig& c = model->config();
+    const bool mxfp4 =
+        arch == "gpt-oss" && model->file().tensor("blk.0.ffn_down_exps.weight").type == gguf::TensorType::MXFP4;
     auto tensors = arch == "gemma3"      ? gemma3_tensors(model->file(), c)
                    : arch == "deepseek2" ? deepseek2_tensors(model->file(), c)
+                   : mxfp4               ? gpt_oss_mxfp4_tensors(model->file(), c)
+                   : arch == "gpt-oss"   ? gpt_oss_tensors(model->file(), c)
                                          : mixtral_tensors(model->file(), c);
-    auto config = arch == "gemma3" ? gemma3_config(c) : arch == "deepseek2" ? deepseek2_config(c) : mixtral_config(c);
+    auto config = arch == "gemma3"      ? gemma3_config(c)
+                  : arch == "deepseek2" ? deepseek2_config(c)
+                  : arch == "gpt-oss"   ? gpt_oss_config(c)
+                                        : mixtral_config(c);
     if (edit) edit(tensors, config);
     write_safetensors(dir_ / "model.safetensors", tensors);
     std::ofstream(dir_ / "config.json") << config.dump();
@@ -391,6 +518,88 @@ TEST_F(HfFromGguf, Deepseek2GroupLimitedRoutingAndBadKvBAreRefused) {
   });
   e = load_error();
   EXPECT_NE(e.find("'model.layers.0.self_attn.kv_b_proj.weight' is not [384, 128]"), std::string::npos) << e;
+}
+
+// Unquantized experts only: the *_blocks / *_scales (MXFP4) tensors real
+// gpt-oss checkpoints ship are not read yet.
+TEST_F(HfFromGguf, GptOssFolderRunsLikeItsGguf) {
+  const auto gguf_model = write_folder("gptoss.f32.gguf");
+  const auto hf_model = Model::load(dir_);
+  const ModelConfig& c = hf_model->config();
+  EXPECT_EQ(c.arch->name, "gpt-oss");
+  EXPECT_EQ(c.rope.yarn_orig_ctx, 128u);
+  EXPECT_EQ(c.sliding_window, 8u);
+  std::vector<int32_t> ids;
+  for (int32_t i = 0; i < 14; ++i) ids.push_back((i * 37 + 1) % 512);  // past the window of 8
+  EXPECT_EQ(logits_of(*hf_model, ids), logits_of(*gguf_model, ids));
+}
+
+// A released checkpoint's MXFP4 experts load as the very MXFP4 blocks
+// llama.cpp's converter writes (the GGUF file's bytes), and run.
+TEST_F(HfFromGguf, GptOssMxfp4ExpertsLoadAsTheirGgufBlocks) {
+  const auto gguf_model = write_folder("gptoss.mxfp4_moe.gguf");
+  const auto hf_model = Model::load(dir_);
+  for (const char* name : {"blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight", "blk.1.ffn_down_exps.weight"}) {
+    const auto& ours = hf_model->file().tensor(name);
+    const auto& theirs = gguf_model->file().tensor(name);
+    EXPECT_EQ(ours.type, gguf::TensorType::MXFP4) << name;
+    EXPECT_EQ(ours.shape().size(), 3u) << name;
+    EXPECT_TRUE(std::equal(ours.data.begin(), ours.data.end(), theirs.data.begin(), theirs.data.end())) << name;
+  }
+  const auto logits = logits_of(*hf_model, {1, 400, 37, 255, 88, 300, 12, 401, 5, 77});
+  for (float l : logits) ASSERT_TRUE(std::isfinite(l));
+}
+
+// Damaged gpt-oss folders (and YaRN outside gpt-oss), each refused naming
+// what is wrong.
+TEST_F(HfFromGguf, GptOssDamageIsNamed) {
+  using Edit = std::function<void(std::vector<HfTensor>&, nlohmann::json&)>;
+  const struct {
+    const char* gguf;
+    Edit edit;
+    const char* message;
+  } kCases[] = {
+      {"gptoss.f32.gguf",
+       [](std::vector<HfTensor>& tensors, nlohmann::json&) {
+         for (auto& t : tensors) {
+           if (t.name == "model.layers.1.mlp.experts.down_proj") t.shape = {t.shape[0], t.shape[2], t.shape[1]};
+         }
+       },
+       "'model.layers.1.mlp.experts.down_proj' does not have the shape [4, 128, 256]"},
+      {"gptoss.f32.gguf",
+       [](std::vector<HfTensor>& tensors, nlohmann::json&) {
+         std::erase_if(tensors,
+                       [](const HfTensor& t) { return t.name == "model.layers.0.mlp.experts.gate_up_proj_bias"; });
+       },
+       "the experts of layer 0 have no 'gate_up_proj_bias'"},
+      {"gptoss.f32.gguf",
+       [](std::vector<HfTensor>&, nlohmann::json& config) {
+         config["layer_types"] = {"full_attention", "sliding_attention"};
+       },
+       "layer 0 is not 'sliding_attention'"},
+      {"mixtral.f32.gguf",
+       [](std::vector<HfTensor>&, nlohmann::json& config) {
+         config["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+       },
+       "rope_type yarn is only read for gpt-oss and DeepSeek models"},
+      {"gptoss.mxfp4_moe.gguf",
+       [](std::vector<HfTensor>& tensors, nlohmann::json&) {
+         std::erase_if(tensors, [](const HfTensor& t) { return t.name == "model.layers.1.mlp.experts.down_proj_scales"; });
+       },
+       "the experts of layer 1 have no 'down_proj_scales'"},
+      {"gptoss.mxfp4_moe.gguf",
+       [](std::vector<HfTensor>& tensors, nlohmann::json&) {
+         for (auto& t : tensors) {
+           if (t.name == "model.layers.0.mlp.experts.gate_up_proj_scales") t.shape = {4, 128, 16};
+         }
+       },
+       "'model.layers.0.mlp.experts.gate_up_proj_scales' does not have the shape [4, 256, 8]"},
+  };
+  for (const auto& c : kCases) {
+    write_folder(c.gguf, c.edit);
+    const std::string e = load_error();
+    EXPECT_NE(e.find(c.message), std::string::npos) << e;
+  }
 }
 
 TEST_F(HfFromGguf, Gemma3LayerTypesOffThePatternAreRefused) {

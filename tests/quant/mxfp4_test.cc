@@ -50,6 +50,19 @@ TEST(Mxfp4, RepresentableValuesRoundTrip) {
   }
 }
 
+// Extremes stay defined: infinities take the largest exponent, subnormal
+// inputs the smallest, and nothing is read past the block.
+TEST(Mxfp4, ExtremeInputsGiveBoundedExponents) {
+  std::vector<float> x(kQK, 0.0f);
+  BlockMXFP4 b{};
+  x[3] = INFINITY;
+  quantize_row_ref(QuantFormat::MXFP4, x.data(), &b, kQK);
+  EXPECT_EQ(b.e, 254);
+  x[3] = 1e-44f;
+  quantize_row_ref(QuantFormat::MXFP4, x.data(), &b, kQK);
+  EXPECT_EQ(b.e, 0);
+}
+
 // llama-quantize wrote these MXFP4 experts from the f32 file's: our reference
 // quantizer reproduces its bytes, and its dequantized values lie within half
 // a code step (the largest step being 4 * 2^(e-128)) of the f32 weights.

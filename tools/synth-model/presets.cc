@@ -112,7 +112,8 @@ constexpr std::array kPresets = {
                 true, &kLlama3Tokenizer, 0, 0, 256, 1024, 6, 1e4f},
     // gpt-oss-20b: 24 layers of 2880, 64 query heads of 64 over 8 KV heads,
     // 32 experts of width 2880 (4 used), window 128 on even layers; its
-    // o200k vocabulary size with a byte-level BPE of our own.
+    // o200k vocabulary size with a byte-level BPE of our own; -2l keeps 2 of
+    // its 24 layers.
     ModelPreset{"gpt-oss-20b", "gpt-oss", 24, 2880, 64, 8, 2880, 201088, 131072, 1.5e5f, 1e-5f, true,
                 false, &kLlama3Tokenizer, 32, 4, 64, 128},
     // DeepSeek-V2-Lite (15.7B parameters, 2.4B active): 27 layers, the first
@@ -123,6 +124,8 @@ constexpr std::array kPresets = {
     // where writing the whole model takes longer than a session has.
     ModelPreset{"deepseek-v2-lite-2l", "deepseek2", 2, 2048, 16, 1, 1408, 102400, 163840, 1e4f, 1e-6f, false,
                 false, &kDeepseekTokenizer, 64, 6, 0, 0, 0, 0.0f, &kDeepseekV2Lite},
+    ModelPreset{"gpt-oss-20b-2l", "gpt-oss", 2, 2880, 64, 8, 2880, 201088, 131072, 1.5e5f, 1e-5f, true,
+                false, &kLlama3Tokenizer, 32, 4, 64, 128},
 };
 
 }  // namespace

@@ -35,7 +35,7 @@ constexpr ClassInfo kClasses[] = {
     {"Qwen2ForCausalLM", Family::Qwen2, "qwen2"},   {"Qwen3ForCausalLM", Family::Qwen3, "qwen3"},
     {"Phi3ForCausalLM", Family::Phi3, "phi3"},      {"GPT2LMHeadModel", Family::Gpt2, "gpt2"},
     {"Gemma2ForCausalLM", Family::Gemma2, "gemma2"}, {"Gemma3ForCausalLM", Family::Gemma3, "gemma3"},
-    {"MixtralForCausalLM", Family::Llama, "llama"},
+    {"MixtralForCausalLM", Family::Llama, "llama"}, {"GptOssForCausalLM", Family::GptOss, "gpt-oss"},
     {"DeepseekV2ForCausalLM", Family::Deepseek2, "deepseek2"}, {"DeepseekV3ForCausalLM", Family::Deepseek2, "deepseek2"},
 };
 
@@ -70,6 +70,20 @@ uint32_t gemma3_window_period(const HfConfig& config) {
     }
   }
   return 6;
+}
+
+// layer_types, where given, must follow the period lamina runs: layer i is
+// local iff i % period < period - 1.
+void check_layer_types(const HfConfig& config, uint32_t period) {
+  const Json* types = config.find("layer_types");
+  if (!types) return;
+  if (!types->is_array()) config.fail("layer_types", "is not a list");
+  for (std::size_t i = 0; i < types->size(); ++i) {
+    const std::string want = i % period < period - 1 ? "sliding_attention" : "full_attention";
+    if ((*types)[i] != want)
+      config.fail("layer_types", "layer " + std::to_string(i) + " is not '" + want +
+                                     "' (lamina runs one global layer in every " + std::to_string(period) + ")");
+  }
 }
 
 void require_value(const HfConfig& config, std::string_view key, std::string_view expected,
@@ -131,25 +145,25 @@ void check_supported(const HfConfig& config, Family family) {
         config.fail("hidden_activation", "is '" + act + "'; Gemma runs only with 'gelu_pytorch_tanh'");
       // Gemma 2 alternates local and global layers; Gemma 3 has one global
       // layer in every sliding_window_pattern.
-      const uint32_t period = family == Family::Gemma2 ? 2 : gemma3_window_period(config);
-      if (const Json* types = config.find("layer_types")) {
-        if (!types->is_array()) config.fail("layer_types", "is not a list");
-        for (std::size_t i = 0; i < types->size(); ++i) {
-          const std::string want = i % period < period - 1 ? "sliding_attention" : "full_attention";
-          if ((*types)[i] != want)
-            config.fail("layer_types", "layer " + std::to_string(i) + " is not '" + want +
-                                           "' (lamina runs one global layer in every " + std::to_string(period) + ")");
-        }
-      }
+      check_layer_types(config, family == Family::Gemma2 ? 2 : gemma3_window_period(config));
       if (const Json* rope = config.find("rope_parameters"); rope && rope->contains("sliding_attention"))
         config.fail("rope_parameters",
                     "is given per layer type; lamina reads rope_theta, rope_local_base_freq and rope_scaling");
       break;
     }
+    case Family::GptOss:
+      // Sliding-window layers alternate with global ones, the first local;
+      // the experts' clamp is the model's constant.
+      check_layer_types(config, 2);
+      if (config.number("swiglu_limit").value_or(7.0) != 7.0)
+        config.fail("swiglu_limit", "is not 7; lamina's gpt-oss experts clamp at 7");
+      break;
   }
   const std::string rope_type = config.rope().string("rope_type").value_or("default");
-  if (rope_type != "default" && rope_type != "linear" && rope_type != "llama3")
-    config.fail("rope_parameters", "rope_type '" + rope_type + "' is not supported (default, linear, llama3)");
+  if (rope_type == "yarn" && family != Family::GptOss && family != Family::Deepseek2)
+    config.fail("rope_parameters", "rope_type yarn is only read for gpt-oss and DeepSeek models");
+  if (rope_type != "default" && rope_type != "linear" && rope_type != "llama3" && rope_type != "yarn")
+    config.fail("rope_parameters", "rope_type '" + rope_type + "' is not supported (default, linear, llama3, yarn)");
   if (rope_type == "llama3" && family != Family::Llama)
     config.fail("rope_parameters", "rope_type llama3 is only read for Llama models");
   const double partial = config.rope().number("partial_rotary_factor").value_or(1.0);
@@ -225,6 +239,26 @@ void add_llama_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder&
   if (a.n_expert > 0) {
     out.set("llama.expert_count", Value::u32(a.n_expert));
     out.set("llama.expert_used_count", Value::u32(c.required_u32({"num_experts_per_tok"})));
+  }
+}
+
+// GptOssModel: the text-model keys, the experts, the window and YaRN (the
+// converter writes no beta keys; transformers' defaults 32 and 1 are
+// llama.cpp's, and lamina writes them only where the checkpoint differs).
+void add_gpt_oss_keys(const HfConfig& c, const HfArchitecture& a, MetadataBuilder& out) {
+  add_text_model_keys(c, a, out);
+  const std::string p = "gpt-oss.";
+  out.set(p + "expert_count", Value::u32(a.n_expert));
+  out.set(p + "expert_used_count", Value::u32(c.required_u32({"num_experts_per_tok"})));
+  out.set(p + "expert_feed_forward_length", Value::u32(c.required_u32({"intermediate_size"})));
+  set_u32(out, p + "attention.sliding_window", c.u32("sliding_window"));
+  const HfConfig& rope = c.rope();
+  if (rope.string("rope_type").value_or("") == "yarn") {
+    out.set(p + "rope.scaling.type", Value::string("yarn"));
+    set_f32(out, p + "rope.scaling.factor", rope.number("factor"));
+    set_u32(out, p + "rope.scaling.original_context_length", rope.u32("original_max_position_embeddings"));
+    if (rope.number("beta_fast").value_or(32.0) != 32.0) set_f32(out, p + "rope.scaling.yarn_beta_fast", rope.number("beta_fast"));
+    if (rope.number("beta_slow").value_or(1.0) != 1.0) set_f32(out, p + "rope.scaling.yarn_beta_slow", rope.number("beta_slow"));
   }
 }
 
@@ -341,8 +375,9 @@ HfArchitecture read_architecture(const HfConfig& config) {
   a.tied_embeddings = config.boolean("tie_word_embeddings").value_or(
       a.family == Family::Gemma2 || a.family == Family::Gemma3 || a.family == Family::Gpt2);
   a.n_expert = config.u32("num_local_experts").value_or(0);
-  if (a.n_expert > 0 && a.family != Family::Llama)
-    config.fail("num_local_experts", "is set; experts are only read for Mixtral models");
+  if (a.n_expert > 0 && a.family != Family::Llama && a.family != Family::GptOss)
+    config.fail("num_local_experts", "is set; experts are only read for Mixtral and gpt-oss models");
+  if (a.family == Family::GptOss && a.n_expert == 0) config.fail("num_local_experts", "must be positive for gpt-oss");
   if (a.family == Family::Deepseek2) {
     a.n_expert = config.required_u32({"n_routed_experts"});
     a.kv_lora_rank = config.required_u32({"kv_lora_rank"});
@@ -371,6 +406,7 @@ void add_architecture_metadata(const HfConfig& config, const HfArchitecture& a, 
     case Family::Gemma2:
     case Family::Gemma3: add_gemma_keys(config, a, out); break;
     case Family::Deepseek2: add_deepseek_keys(config, a, out); break;
+    case Family::GptOss: add_gpt_oss_keys(config, a, out); break;
   }
 }
 

@@ -12,7 +12,7 @@
 namespace lamina::model::hf {
 
 // The converter classes lamina maps; each names the GGUF architecture it writes.
-enum class Family { Llama, Qwen2, Qwen3, Phi3, Gpt2, Gemma2, Gemma3, Deepseek2 };
+enum class Family { Llama, Qwen2, Qwen3, Phi3, Gpt2, Gemma2, Gemma3, Deepseek2, GptOss };
 
 struct HfArchitecture {
   Family family = Family::Llama;
@@ -25,7 +25,7 @@ struct HfArchitecture {
   uint32_t head_dim = 0;
   uint32_t n_vocab = 0;  // config.json vocab_size
   bool tied_embeddings = false;
-  uint32_t n_expert = 0;  // Mixtral: experts per layer (num_local_experts); 0 for a dense FFN
+  uint32_t n_expert = 0;  // Mixtral, gpt-oss: experts per layer (num_local_experts); 0 for a dense FFN
   // DeepSeek V2/V3: the latent attention's widths (kv_b_proj is split by them)
   // and the leading dense layers.
   uint32_t kv_lora_rank = 0, nope_dim = 0, value_dim = 0, n_dense_lead = 0;

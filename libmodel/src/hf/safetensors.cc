@@ -51,11 +51,12 @@ Dtype parse_dtype(const Json& value, std::string_view file, const std::string& w
   if (s == "F32") return Dtype::F32;
   if (s == "F16") return Dtype::F16;
   if (s == "BF16") return Dtype::BF16;
+  if (s == "U8") return Dtype::U8;
   static const std::set<std::string> kKnownOthers = {"F64", "I64", "I32", "I16", "I8", "U64", "U32",
-                                                     "U16", "U8", "BOOL", "F8_E4M3", "F8_E5M2",
+                                                     "U16", "BOOL", "F8_E4M3", "F8_E5M2",
                                                      "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C64"};
   if (kKnownOthers.count(s) != 0)
-    fail(file, who + ": dtype " + s + " is not supported (only F32, F16 and BF16 weights)");
+    fail(file, who + ": dtype " + s + " is not supported (only F32, F16 and BF16 weights, U8 MXFP4 blocks)");
   fail(file, who + ": unknown dtype '" + s + "'");
 }
 
@@ -101,11 +102,12 @@ std::string_view dtype_name(Dtype dtype) {
     case Dtype::F32: return "F32";
     case Dtype::F16: return "F16";
     case Dtype::BF16: return "BF16";
+    case Dtype::U8: return "U8";
   }
   return "?";
 }
 
-std::size_t dtype_size(Dtype dtype) { return dtype == Dtype::F32 ? 4 : 2; }
+std::size_t dtype_size(Dtype dtype) { return dtype == Dtype::F32 ? 4 : dtype == Dtype::U8 ? 1 : 2; }
 
 uint64_t SafetensorsTensor::n_elements() const {
   uint64_t n = 1;

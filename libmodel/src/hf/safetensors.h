@@ -23,7 +23,8 @@ class SafetensorsError : public std::runtime_error {
 };
 
 // The element types lamina reads; other safetensors dtypes are rejected by name.
-enum class Dtype { F32, F16, BF16 };
+// U8 holds packed codes and scales (gpt-oss's MXFP4 experts), never plain weights.
+enum class Dtype { F32, F16, BF16, U8 };
 
 std::string_view dtype_name(Dtype dtype);
 std::size_t dtype_size(Dtype dtype);

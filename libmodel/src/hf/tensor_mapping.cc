@@ -1,6 +1,7 @@
 #include "hf/tensor_mapping.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <map>
@@ -8,6 +9,7 @@
 #include <span>
 #include <string_view>
 
+#include "hf/gpt_oss_experts.h"
 #include "lamina/model/config.h"
 #include "lamina/quant/half.h"
 
@@ -21,6 +23,7 @@ enum class Change {
   AddOne,          // (1 + w) norms stored as multipliers (Gemma)
   StackExpert,     // one expert's matrix of a 3-D [n_in, n_out, n_expert] tensor (Mixtral)
   SplitLatentKv,   // DeepSeek's kv_b_proj -> attn_k_b (transposed per head) and attn_v_b
+  GptOssExperts,   // one of a layer's four expert tensors (gpt_oss_experts.h)
   Skip,            // not needed (buffers such as rotary_emb.inv_freq)
 };
 
@@ -28,7 +31,8 @@ struct Target {
   std::string name;
   Change change = Change::None;
   uint32_t permute_heads = 0;
-  uint32_t expert = 0;  // StackExpert: its index in the stack
+  uint32_t expert = 0;  // StackExpert: its index in the stack; GptOssExperts: the part
+  uint32_t layer = 0;   // GptOssExperts
 };
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
@@ -130,8 +134,21 @@ std::optional<Target> map_layer_part(const HfArchitecture& a, uint32_t layer, st
   const Change norm = gemma ? Change::AddOne : Change::None;
   if (rest == "self_attn.rotary_emb.inv_freq") return Target{"", Change::Skip};
   if (rest == "input_layernorm.weight") return Target{blk + "attn_norm.weight", norm};
+  // gpt-oss's post_attention_layernorm is its pre-FFN norm, which llama.cpp
+  // names post_attention_norm.
+  const bool gpt_oss = a.family == Family::GptOss;
   if (rest == "post_attention_layernorm.weight")
-    return Target{blk + (gemma ? "post_attention_norm.weight" : "ffn_norm.weight"), norm};
+    return Target{blk + (gemma || gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), norm};
+  if (gpt_oss) {
+    if (rest == "self_attn.sinks") return Target{blk + "attn_sinks.weight"};
+    if (rest == "mlp.router.weight") return Target{blk + "ffn_gate_inp.weight"};
+    if (rest == "mlp.router.bias") return Target{blk + "ffn_gate_inp.bias"};
+    if (starts_with(rest, "mlp.experts.")) {
+      const auto part = gpt_oss_expert_part(rest.substr(12));
+      if (!part) return std::nullopt;
+      return Target{blk, Change::GptOssExperts, 0, static_cast<uint32_t>(*part), layer};
+    }
+  }
   if (gemma && rest == "pre_feedforward_layernorm.weight") return Target{blk + "ffn_norm.weight", norm};
   if (gemma && rest == "post_feedforward_layernorm.weight") return Target{blk + "post_ffw_norm.weight", norm};
   if (rest == "self_attn.q_norm.weight") return Target{blk + "attn_q_norm.weight", norm};
@@ -179,26 +196,6 @@ std::optional<Target> map_name(const HfArchitecture& a, std::string_view name) {
   if (layer && layer->first >= a.n_layer && layer->first - a.n_layer < a.n_extra_layers) return Target{"", Change::Skip};
   if (!layer || layer->first >= a.n_layer) return std::nullopt;
   return map_layer_part(a, layer->first, layer->second);
-}
-
-gguf::TensorType gguf_type(Dtype d) {
-  switch (d) {
-    case Dtype::F32: return gguf::TensorType::F32;
-    case Dtype::F16: return gguf::TensorType::F16;
-    case Dtype::BF16: return gguf::TensorType::BF16;
-  }
-  return gguf::TensorType::F32;
-}
-
-float element_as_f32(Dtype d, const std::byte* p) {
-  if (d == Dtype::F32) {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return d == Dtype::F16 ? quant::f16_to_f32(h) : quant::bf16_to_f32(h);
 }
 
 class TensorBuilder {
@@ -275,6 +272,7 @@ class TensorBuilder {
       case Change::AddOne:
       case Change::StackExpert:
       case Change::SplitLatentKv:
+      case Change::GptOssExperts:
       case Change::Skip: break;
     }
     fail("cannot be converted");
@@ -384,6 +382,27 @@ void split_latent_kv(const CheckpointTensor& ct, const HfArchitecture& a, const 
 
 }  // namespace
 
+gguf::TensorType gguf_type(Dtype d) {
+  switch (d) {
+    case Dtype::F32: return gguf::TensorType::F32;
+    case Dtype::F16: return gguf::TensorType::F16;
+    case Dtype::BF16: return gguf::TensorType::BF16;
+    case Dtype::U8: break;  // never a weight's own type (map_tensors refuses it first)
+  }
+  return gguf::TensorType::F32;
+}
+
+float element_as_f32(Dtype d, const std::byte* p) {
+  if (d == Dtype::F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return d == Dtype::F16 ? quant::f16_to_f32(h) : quant::bf16_to_f32(h);
+}
+
 std::vector<gguf::TensorInfo> map_tensors(const Checkpoint& checkpoint, const HfArchitecture& a, OwnedBuffers& owned) {
   std::vector<gguf::TensorInfo> out;
   if (!a.rope_freqs.empty()) {
@@ -399,6 +418,7 @@ std::vector<gguf::TensorInfo> map_tensors(const Checkpoint& checkpoint, const Hf
     out.push_back(std::move(t));
   }
   std::map<std::string, std::vector<const CheckpointTensor*>> stacks;  // GGUF name -> its experts
+  std::map<uint32_t, std::array<const CheckpointTensor*, kGptOssExpertParts>> gpt_oss_experts;  // layer -> parts
   for (const auto& ct : checkpoint.tensors()) {
     const std::optional<Target> target = map_name(a, ct.tensor.name);
     if (!target)
@@ -408,6 +428,12 @@ std::vector<gguf::TensorInfo> map_tensors(const Checkpoint& checkpoint, const Hf
       split_latent_kv(ct, a, target->name, owned, out);
       continue;
     }
+    if (target->change == Change::GptOssExperts) {
+      gpt_oss_experts[target->layer][target->expert] = &ct;
+      continue;
+    }
+    if (ct.tensor.dtype == Dtype::U8)
+      throw ModelError(ct.file + ": tensor '" + ct.tensor.name + "' has dtype U8, which is only read for gpt-oss's MXFP4 experts");
     if (target->change == Change::StackExpert) {
       auto& stack = stacks[target->name];
       stack.resize(a.n_expert);
@@ -417,6 +443,16 @@ std::vector<gguf::TensorInfo> map_tensors(const Checkpoint& checkpoint, const Hf
     out.push_back(TensorBuilder(ct, owned).build(*target));
   }
   for (const auto& [name, experts] : stacks) out.push_back(stack_experts(name, experts, owned));
+  if (a.family == Family::GptOss) {
+    for (uint32_t il = 0; il < a.n_layer; ++il) {
+      const std::array<const CheckpointTensor*, kGptOssExpertParts> none{};
+      const auto found = gpt_oss_experts.find(il);
+      const auto parts = gpt_oss_expert_tensors("blk." + std::to_string(il) + ".",
+                                                (found == gpt_oss_experts.end() ? none : found->second).data(),
+                                                a.n_expert, a.n_embd, owned);
+      out.insert(out.end(), parts.begin(), parts.end());
+    }
+  }
   // An untied model without its head would silently run with the embedding instead.
   const bool has_output = std::any_of(out.begin(), out.end(), [](const auto& t) { return t.name == "output.weight"; });
   if (!a.tied_embeddings && !has_output)

@@ -19,6 +19,10 @@ namespace lamina::model::hf {
 // Buffers of the tensors that had to be changed (or copied to align them).
 using OwnedBuffers = std::vector<std::unique_ptr<std::byte[]>>;
 
+// The GGUF type of a checkpoint dtype, and one element of it as f32.
+gguf::TensorType gguf_type(Dtype d);
+float element_as_f32(Dtype d, const std::byte* p);
+
 // Throws ModelError naming the tensor and file for a tensor that has no place
 // in the architecture or a shape that does not fit it.
 std::vector<gguf::TensorInfo> map_tensors(const Checkpoint& checkpoint, const HfArchitecture& arch,

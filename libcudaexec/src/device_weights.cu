@@ -1,7 +1,11 @@
 #include "device_weights.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
+#include <vector>
+
+#include "lamina/quant/reference.h"
 
 #include "matmul.h"
 
@@ -63,6 +67,51 @@ class Placer {
     return dst;
   }
 
+  // A matrix whose rows come in groups of `group` (its heads), each group's
+  // last `tail` rows moved to its front (the rotated dims of latent-attention
+  // queries, which the kernels rotate as leading dims).
+  DeviceMatrix tail_rows_first(const HostMatrix& m, uint32_t group, uint32_t tail, const std::string& name) {
+    if (!m) return {};
+    const std::size_t row = quant::row_bytes(m.format, m.n_in);
+    std::byte* dst = layout_.take<std::byte>(row * m.n_out);
+    if (upload_) {
+      (void)activation_format(m.format);
+      if (group == 0 || m.n_out % group != 0 || tail > group)
+        throw CudaError(name + ": " + std::to_string(m.n_out) + " rows are not whole groups of " +
+                        std::to_string(group));
+      std::vector<std::byte> host(row * m.n_out);
+      const auto* src = static_cast<const std::byte*>(m.data);
+      for (uint32_t g = 0; g < m.n_out / group; ++g)
+        for (uint32_t r = 0; r < group; ++r) {
+          const uint32_t from = g * group + (r < tail ? group - tail + r : r - tail);
+          std::copy_n(src + std::size_t{from} * row, row, host.data() + (std::size_t{g} * group + r) * row);
+        }
+      copy(dst, host.data(), host.size(), name);
+    }
+    return {m.format, dst, m.n_in, m.n_out, 1};
+  }
+
+  // The transposes of an expert stack's matrices, dequantized and stacked
+  // as one F32 matrix: n_expert x [n_out -> n_in] becomes [n_out -> n_expert * n_in].
+  DeviceMatrix transposed_stack(const HostMatrix& m, const std::string& name) {
+    if (!m) return {};
+    const std::size_t values = std::size_t{m.n_in} * m.n_out * m.n_expert;
+    float* dst = layout_.take<float>(values);
+    if (upload_) {
+      const std::size_t row = quant::row_bytes(m.format, m.n_in);
+      std::vector<float> in(m.n_in), host(values);
+      for (uint32_t e = 0; e < m.n_expert; ++e)
+        for (uint32_t o = 0; o < m.n_out; ++o) {
+          const std::size_t at = std::size_t{e} * m.n_out + o;
+          quant::dequantize_row_ref(m.format, static_cast<const std::byte*>(m.data) + at * row, in.data(), m.n_in);
+          // Output (e, i) of the transposed stack reads input o.
+          for (uint32_t i = 0; i < m.n_in; ++i) host[(std::size_t{e} * m.n_in + i) * m.n_out + o] = in[i];
+        }
+      copy(dst, host.data(), values * sizeof(float), name);
+    }
+    return {quant::QuantFormat::F32, dst, m.n_out, m.n_in * m.n_expert, 1};
+  }
+
  private:
   void copy(void* dst, const void* src, std::size_t bytes, const std::string& name) {
     const cudaError_t err = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
@@ -92,7 +141,20 @@ void place_all(const ModelDesc& model, Placer& p, DeviceWeights& w) {
     const std::string n = "blk." + std::to_string(i) + ".";
     d.attn_norm = p.vector(l.attn_norm, n + "attn_norm");
     d.attn_norm_bias = p.vector(l.attn_norm_bias, n + "attn_norm bias");
-    if (stackable(l.wq, l.wk, l.wv) && (l.bq && l.bk && l.bv || !l.bq && !l.bk && !l.bv)) {
+    if (const LatentAttentionDesc& a = model.mla; a.kv_lora_rank > 0) {
+      const uint32_t head = a.nope_dim + a.rope_dim;
+      d.wq = p.tail_rows_first(l.wq, head, a.rope_dim, n + "attn_q");
+      d.wq_a = p.matrix(l.wq_a, n + "attn_q_a");
+      d.q_a_norm = p.vector(l.q_a_norm, n + "attn_q_a_norm");
+      d.wq = l.wq_b ? p.tail_rows_first(l.wq_b, head, a.rope_dim, n + "attn_q_b") : d.wq;
+      d.wkv_a = p.matrix(l.wkv_a, n + "attn_kv_a_mqa");
+      d.kv_a_norm = p.vector(l.kv_a_norm, n + "attn_kv_a_norm");
+      d.wk_b = p.transposed_stack(l.wk_b, n + "attn_k_b");
+      HostMatrix v_b = l.wv_b;  // the heads' expansions as one product
+      v_b.n_out *= v_b.n_expert;
+      v_b.n_expert = 1;
+      d.wv_b = p.matrix(v_b, n + "attn_v_b");
+    } else if (stackable(l.wq, l.wk, l.wv) && (l.bq && l.bk && l.bv || !l.bq && !l.bk && !l.bv)) {
       // One product for Q, K and V: fewer launches, more blocks for K and V.
       d.wqkv = p.stacked({&l.wq, &l.wk, &l.wv}, n + "attn_q/k/v");
       if (l.bq) d.bqkv = p.stacked({&l.bq, &l.bk, &l.bv}, n + "attn_q/k/v bias");
@@ -134,6 +196,10 @@ void place_all(const ModelDesc& model, Placer& p, DeviceWeights& w) {
     d.gate_exps_bias = p.vector(l.gate_exps_bias, n + "ffn_gate_exps bias");
     d.up_exps_bias = p.vector(l.up_exps_bias, n + "ffn_up_exps bias");
     d.down_exps_bias = p.vector(l.down_exps_bias, n + "ffn_down_exps bias");
+    d.expert_selection_bias = p.vector(l.expert_selection_bias, n + "exp_probs_b");
+    d.gate_shexp = p.matrix(l.gate_shexp, n + "ffn_gate_shexp");
+    d.up_shexp = p.matrix(l.up_shexp, n + "ffn_up_shexp");
+    d.down_shexp = p.matrix(l.down_shexp, n + "ffn_down_shexp");
   }
 }
 

@@ -93,10 +93,15 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
     throw CudaError("executor options: n_ctx, n_seq and max_batch must be positive");
   if (m.n_head == 0 || m.n_head_kv == 0 || m.n_head % m.n_head_kv != 0)
     throw CudaError("model: n_head must be a positive multiple of n_head_kv");
-  if (is_mixture_of_experts(m.ffn) && (!m.route_experts || m.n_expert > kMaxExperts || m.n_expert_used == 0 ||
-                                         m.n_expert_used > m.n_expert))
-    throw CudaError("model: a mixture of experts needs a router and 1 <= n_expert_used <= n_expert <= " +
+  if (is_mixture_of_experts(m.ffn) && (m.n_expert > kMaxExperts || m.n_expert_used == 0 ||
+                                        m.n_expert_used > m.n_expert))
+    throw CudaError("model: a mixture of experts needs 1 <= n_expert_used <= n_expert <= " +
                     std::to_string(kMaxExperts));
+  if (const LatentAttentionDesc& a = m.mla;
+      a.kv_lora_rank > 0 && (m.n_head_kv != m.n_head || m.head_dim_k != a.nope_dim + a.rope_dim ||
+                             m.head_dim_v != a.value_dim || m.rope_dims != a.rope_dim))
+    throw CudaError("model: latent attention runs expanded (n_head_kv = n_head, head_dim_k = nope + rope, "
+                    "head_dim_v = value, rope_dims = rope)");
 
   if (m.rope != RopeKind::None) {
     const bool local_ok = m.rope_inv_freq_local.empty() || m.rope_inv_freq_local.size() == m.rope_dims / 2;

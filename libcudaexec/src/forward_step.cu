@@ -14,7 +14,11 @@ uint32_t q_dim(const ModelDesc& m) { return m.n_head * m.head_dim_k; }
 uint32_t k_dim(const ModelDesc& m) { return m.n_head_kv * m.head_dim_k; }
 uint32_t v_dim(const ModelDesc& m) { return m.n_head_kv * m.head_dim_v; }
 uint32_t qkv_dim(const ModelDesc& m) { return q_dim(m) + k_dim(m) + v_dim(m); }
-uint32_t ff_width(const ModelDesc& m) { return std::max(m.n_ff, m.n_ff_expert); }
+uint32_t ff_width(const ModelDesc& m) {
+  uint32_t shared = 0;  // the shared experts' width
+  for (const LayerDesc& l : m.layers) shared = std::max(shared, l.gate_shexp.n_out);
+  return std::max({m.n_ff, m.n_ff_expert, shared});
+}
 // Gated FFNs may run gate and up as one product ([gate; up] per row).
 uint32_t gate_width(const ModelDesc& m) {
   const bool gated = m.ffn == FfnKind::GatedSilu || m.ffn == FfnKind::GatedGelu;
@@ -70,6 +74,13 @@ StepBuffers layout_step_buffers(const ModelDesc& m, const StepSizes& s, BumpLayo
     b.moe_weights = layout.take<float>(R * K);
     b.moe_rows = layout.take<int32_t>(R * K);
     b.moe_slots = layout.take<int32_t>(R * K);
+    b.moe_chosen = layout.take<int32_t>(R * K);
+    b.moe_chosen_w = layout.take<float>(R * K);
+  }
+  if (const LatentAttentionDesc& a = m.mla; a.kv_lora_rank > 0) {
+    b.mla_a = layout.take<float>(R * std::max(a.q_lora_rank, a.kv_lora_rank + a.rope_dim));
+    b.mla_latent = layout.take<float>(R * std::max(a.q_lora_rank, a.kv_lora_rank));
+    b.mla_knope = layout.take<float>(R * m.n_head * a.nope_dim);
   }
   return b;
 }
@@ -82,9 +93,9 @@ void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
   const uint32_t E = m_.n_expert, K = m_.n_expert_used, D = m_.n_embd, F = m_.n_ff_expert;
   linear(l.router, b_.h, n, b_.moe_logits, E, l.router_bias, nullptr, stream);
+  route_experts(b_.moe_logits, n, E, K, m_.routing, l.expert_selection_bias, b_.moe_chosen, b_.moe_chosen_w, stream);
   // Sized on first use for the largest batch seen; no allocation afterwards.
   const std::size_t NK = std::size_t{n} * K;
-  if (host_router_logits_.size() < std::size_t{n} * E) host_router_logits_.resize(std::size_t{n} * E);
   if (host_rows_.size() < NK) {
     host_rows_.resize(NK);
     host_slots_.resize(NK);
@@ -92,12 +103,11 @@ void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
     host_chosen_.resize(NK);
     host_chosen_w_.resize(NK);
   }
-  order_.resize(E);
-  LAMINA_CUDA_CHECK(cudaMemcpyAsync(host_router_logits_.data(), b_.moe_logits, std::size_t{n} * E * sizeof(float),
-                                    cudaMemcpyDeviceToHost, stream));
+  LAMINA_CUDA_CHECK(
+      cudaMemcpyAsync(host_chosen_.data(), b_.moe_chosen, NK * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+  LAMINA_CUDA_CHECK(
+      cudaMemcpyAsync(host_chosen_w_.data(), b_.moe_chosen_w, NK * sizeof(float), cudaMemcpyDeviceToHost, stream));
   LAMINA_CUDA_CHECK(cudaStreamSynchronize(stream));
-
-  m_.route_experts(host_router_logits_.data(), n, E, K, order_.data(), host_chosen_.data(), host_chosen_w_.data());
   // Rows grouped by expert: which batch row, which output slot, which weight.
   std::size_t count = 0;
   uint32_t first[kMaxExperts + 1];
@@ -136,6 +146,14 @@ void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
   }
   forget_activations();
   sum_row_groups(b_.moe_out, K, D, n, b_.proj, D, stream);
+  if (l.gate_shexp) {
+    const uint32_t S = l.gate_shexp.n_out;
+    linear(l.gate_shexp, b_.h, n, b_.gate, S, nullptr, nullptr, stream);
+    linear(l.up_shexp, b_.h, n, b_.up, S, nullptr, nullptr, stream);
+    gated_activation(FfnKind::GatedSilu, b_.gate, b_.up, S, S, n, nullptr, b_.gate, S, stream);
+    forget_activations();
+    linear(l.down_shexp, b_.gate, n, b_.proj, D, nullptr, b_.proj, stream);
+  }
 }
 
 void ForwardStep::linear(const DeviceMatrix& w, const float* x, uint32_t n, float* y, std::size_t y_stride,
@@ -179,31 +197,59 @@ void ForwardStep::norm_input(const DeviceMatrix& next, const float* w, const flo
   norm_rows(m_.norm, b_.x, E, rows, w, b, m_.norm_eps, E, n, b_.h, E, false, stream);
 }
 
-void ForwardStep::activate(const DeviceMatrix& next, const float* gate, const float* up, std::size_t in_stride,
-                           float* out, uint32_t n, cudaStream_t stream) {
+void ForwardStep::activate(FfnKind kind, const DeviceMatrix& next, const float* gate, const float* up,
+                           std::size_t in_stride, float* out, uint32_t n, cudaStream_t stream) {
   const uint32_t ff = m_.n_ff;
   forget_activations();
   const quant::QuantFormat f = activation_format(next.format);
   const uint32_t slot = next_slot_;
   // The down projection reads only the quantized rows: `out` stays their
   // name among the activation slots, and its f32 rows are not written.
-  if (next.n_in == ff && gated_activation_quantized(m_.ffn, gate, up, in_stride, ff, n, b_.gelu_table, nullptr, ff,
-                                                    f, b_.act[slot], stream)) {
+  if (next.n_in == ff && gated_activation_quantized(kind, gate, up, in_stride, ff, n, b_.gelu_table, nullptr, ff, f,
+                                                    b_.act[slot], stream)) {
     next_slot_ ^= 1u;
     slots_[slot] = {out, f};
     return;
   }
-  gated_activation(m_.ffn, gate, up, in_stride, ff, n, b_.gelu_table, out, ff, stream);
+  gated_activation(kind, gate, up, in_stride, ff, n, b_.gelu_table, out, ff, stream);
+}
+
+void ForwardStep::latent_qkv(const DeviceLayer& l, uint32_t n, float* q, float* k, float* v, std::size_t F,
+                             cudaStream_t stream) {
+  const LatentAttentionDesc& a = m_.mla;
+  const uint32_t latent_k = a.kv_lora_rank + a.rope_dim;
+  if (l.wq_a) {
+    linear(l.wq_a, b_.h, n, b_.mla_a, a.q_lora_rank, nullptr, nullptr, stream);
+    norm_rows(NormKind::Rms, b_.mla_a, a.q_lora_rank, nullptr, l.q_a_norm, nullptr, m_.norm_eps, a.q_lora_rank, n,
+              b_.mla_latent, a.q_lora_rank, false, stream);
+    forget_activations();
+    linear(l.wq, b_.mla_latent, n, q, F, nullptr, nullptr, stream);
+  } else {
+    linear(l.wq, b_.h, n, q, F, nullptr, nullptr, stream);
+  }
+  linear(l.wkv_a, b_.h, n, b_.mla_a, latent_k, nullptr, nullptr, stream);
+  norm_rows(NormKind::Rms, b_.mla_a, latent_k, nullptr, l.kv_a_norm, nullptr, m_.norm_eps, a.kv_lora_rank, n,
+            b_.mla_latent, a.kv_lora_rank, false, stream);
+  // The latent as the f16 cache of the CPU's absorbed form holds it, so
+  // both expand the same values.
+  round_to_half(b_.mla_latent, a.kv_lora_rank, a.kv_lora_rank, n, stream);
+  forget_activations();
+  linear(l.wk_b, b_.mla_latent, n, b_.mla_knope, std::size_t{m_.n_head} * a.nope_dim, nullptr, nullptr, stream);
+  linear(l.wv_b, b_.mla_latent, n, v, F, nullptr, nullptr, stream);
+  assemble_latent_keys(b_.mla_a, latent_k, a.kv_lora_rank, b_.mla_knope, m_.n_head, a.rope_dim, a.nope_dim, n, k, F,
+                       stream);
 }
 
 void ForwardStep::attention_block(uint32_t layer, uint32_t n, const AttentionPlan& launch, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
   const uint32_t E = m_.n_embd, F = qkv_dim(m_), qd = q_dim(m_), kd = k_dim(m_);
-  norm_input(l.wqkv ? l.wqkv : l.wq, l.attn_norm, l.attn_norm_bias, nullptr, n, stream);
+  norm_input(l.wq_a ? l.wq_a : l.wqkv ? l.wqkv : l.wq, l.attn_norm, l.attn_norm_bias, nullptr, n, stream);
   float* q = b_.qkv;
   float* k = b_.qkv + qd;
   float* v = b_.qkv + qd + kd;
-  if (l.wqkv) {
+  if (l.wkv_a) {
+    latent_qkv(l, n, q, k, v, F, stream);
+  } else if (l.wqkv) {
     linear(l.wqkv, b_.h, n, q, F, l.bqkv, nullptr, stream);
   } else {
     linear(l.wq, b_.h, n, q, F, l.bq, nullptr, stream);
@@ -211,12 +257,12 @@ void ForwardStep::attention_block(uint32_t layer, uint32_t n, const AttentionPla
     linear(l.wv, b_.h, n, v, F, l.bv, nullptr, stream);
   }
   const QkvShape shape{m_.n_head, m_.n_head_kv, m_.head_dim_k, m_.head_dim_v, m_.rope_dims, m_.rope, m_.norm_eps};
-  prepare_qkv(shape, q, k, v, F, n, l.q_norm, l.k_norm, m_.layers[layer].rope_local ? b_.rope_local : b_.rope, b_.pos, b_.seq, kv_,
-              layer, stream);
+  const double2* rope = m_.layers[layer].rope_local ? b_.rope_local : b_.rope;
+  prepare_qkv(shape, q, k, v, F, n, l.q_norm, l.k_norm, rope, b_.pos, b_.seq, kv_, layer, stream);
 
   const std::size_t out_stride = std::size_t{m_.n_head} * m_.head_dim_v;
-  attention(attention_shape(m_, m_.layers[layer], l), kv_, layer, q, F, b_.seq, b_.pos, b_.tiles, n, launch, b_.attention,
-            b_.attn_out, out_stride, stream);
+  attention(attention_shape(m_, m_.layers[layer], l), kv_, layer, q, F, b_.seq, b_.pos, b_.tiles, n, launch,
+            b_.attention, b_.attn_out, out_stride, stream);
   forget_activations();
   if (l.post_attn_norm) {
     linear(l.wo, b_.attn_out, n, b_.proj, E, l.bo, nullptr, stream);
@@ -230,27 +276,29 @@ void ForwardStep::attention_block(uint32_t layer, uint32_t n, const AttentionPla
 void ForwardStep::ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
   const uint32_t E = m_.n_embd, ff = m_.n_ff;
-  const DeviceMatrix& first = is_mixture_of_experts(m_.ffn) ? l.router : l.w_gate ? l.w_gate : l.w_up;
+  // A mixture's leading dense layers run a gated SiLU.
+  const FfnKind kind = m_.layers[layer].dense_ffn ? FfnKind::GatedSilu : m_.ffn;
+  const DeviceMatrix& first = is_mixture_of_experts(kind) ? l.router : l.w_gate ? l.w_gate : l.w_up;
   norm_input(first, l.ffn_norm, l.ffn_norm_bias, nullptr, n, stream);
   float* hidden = b_.gate;  // the input of the down projection, [n x ff]
-  if (is_mixture_of_experts(m_.ffn)) {
+  if (is_mixture_of_experts(kind)) {
     moe_ffn(layer, n, stream);
     add_rows(b_.x, E, b_.proj, E, E, n, stream);
     return;
   }
-  if (m_.ffn == FfnKind::Gelu) {
+  if (kind == FfnKind::Gelu) {
     linear(l.w_up, b_.h, n, b_.up, ff, l.b_up, nullptr, stream);
-    activate(l.w_down, b_.up, nullptr, ff, hidden, n, stream);
+    activate(kind, l.w_down, b_.up, nullptr, ff, hidden, n, stream);
   } else if (!l.w_gate) {
     // One product gives [gate; up] per row.
     const uint32_t width = 2 * ff;
     linear(l.w_up, b_.h, n, b_.gate, width, nullptr, nullptr, stream);
     hidden = b_.up;
-    activate(l.w_down, b_.gate, b_.gate + ff, width, hidden, n, stream);
+    activate(kind, l.w_down, b_.gate, b_.gate + ff, width, hidden, n, stream);
   } else {
     linear(l.w_gate, b_.h, n, b_.gate, ff, nullptr, nullptr, stream);
     linear(l.w_up, b_.h, n, b_.up, ff, nullptr, nullptr, stream);
-    activate(l.w_down, b_.gate, b_.up, ff, hidden, n, stream);
+    activate(kind, l.w_down, b_.gate, b_.up, ff, hidden, n, stream);
   }
   if (l.post_ffn_norm) {
     linear(l.w_down, hidden, n, b_.proj, E, l.b_down, nullptr, stream);

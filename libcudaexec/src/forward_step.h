@@ -37,6 +37,10 @@ struct StepBuffers {
   // output slots and weights, and the experts' inputs and outputs.
   float *moe_logits = nullptr, *moe_in = nullptr, *moe_down = nullptr, *moe_out = nullptr, *moe_weights = nullptr;
   int32_t *moe_rows = nullptr, *moe_slots = nullptr;
+  int32_t* moe_chosen = nullptr;     // [rows][n_expert_used] each token's experts, by rank
+  float* moe_chosen_w = nullptr;     // their weights
+  // Latent attention: wq_a / wkv_a outputs, the normed latent (or q_a), the expanded nope keys.
+  float *mla_a = nullptr, *mla_latent = nullptr, *mla_knope = nullptr;
 };
 
 // Experts a mixture may have on the GPU (the routing groups rows per expert
@@ -74,13 +78,15 @@ class ForwardStep {
   // out = act(gate) (* up) for n rows of the FFN width, in the same launch
   // quantized for `next`, the only matrix that reads out (where that launch
   // applies, only the quantized rows are kept).
-  void activate(const DeviceMatrix& next, const float* gate, const float* up, std::size_t in_stride, float* out,
-                uint32_t n, cudaStream_t stream);
+  void activate(FfnKind kind, const DeviceMatrix& next, const float* gate, const float* up, std::size_t in_stride,
+                float* out, uint32_t n, cudaStream_t stream);
+  // Latent attention's Q, K and V (rows of stride F) from the normed input.
+  void latent_qkv(const DeviceLayer& l, uint32_t n, float* q, float* k, float* v, std::size_t F, cudaStream_t stream);
   void attention_block(uint32_t layer, uint32_t n, const AttentionPlan& launch, cudaStream_t stream);
   void ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream);
-  // The routed FFN of a mixture of experts into b_.proj. The routing is
-  // decided on the host (as the CPU path does it), so this step cannot be
-  // captured as a graph.
+  // The routed FFN of a mixture of experts (and its shared experts) into
+  // b_.proj. The rows are grouped per expert on the host, so this step
+  // cannot be captured as a graph.
   void moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream);
 
   const ModelDesc& m_;
@@ -93,11 +99,10 @@ class ForwardStep {
     quant::QuantFormat format = quant::QuantFormat::F32;
   } slots_[2];
   uint32_t next_slot_ = 0;
-  // Host copies for the routing, sized once.
-  std::vector<float> host_router_logits_, host_weights_;
+  // Host copies for the grouping, sized once.
+  std::vector<float> host_weights_;
   std::vector<int32_t> host_rows_, host_slots_, host_chosen_;
   std::vector<float> host_chosen_w_;
-  std::vector<uint32_t> order_;
   void forget_activations() { slots_[0] = slots_[1] = ActSlot{}; }
 };
 

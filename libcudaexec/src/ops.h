@@ -112,4 +112,20 @@ inline constexpr uint32_t kArgmaxParts = 128;
 void argmax_rows(const float* x, uint32_t n, uint32_t n_rows, ArgmaxCandidate* parts, int32_t* ids,
                  cudaStream_t stream);
 
+// Each token's experts and weights from its router logits [n_tokens x
+// n_expert] as `rule` says (selection_bias: n_expert values or null):
+// chosen and weights [n_tokens x n_used], by rank.
+void route_experts(const float* logits, uint32_t n_tokens, uint32_t n_expert, uint32_t n_used,
+                   const ExpertRouting& rule, const float* selection_bias, int32_t* chosen, float* weights,
+                   cudaStream_t stream);
+
+// Each of n values of each row rounded to f16 precision (kept as f32).
+void round_to_half(float* x, std::size_t stride, uint32_t n, uint32_t n_rows, cudaStream_t stream);
+
+// Latent attention's per-head keys: row r, head h of k (stride k_stride) =
+// [kv_a row r's rope values at pe_offset; k_nope row r's head h (nope values)].
+void assemble_latent_keys(const float* kv_a, std::size_t kv_a_stride, uint32_t pe_offset, const float* k_nope,
+                          uint32_t n_head, uint32_t rope, uint32_t nope, uint32_t n_rows, float* k,
+                          std::size_t k_stride, cudaStream_t stream);
+
 }  // namespace lamina::cudaexec::detail

@@ -29,9 +29,16 @@ std::vector<fs::path> test_models() {
   for (const char* name : {"models/stories260K.gguf", "models/TinyStories-656K-Q8_0.gguf"})
     if (fs::exists(kData / name)) paths.push_back(kData / name);
   // The architectures the engine runs (archs/ also holds newer ones).
-  for (const char* arch :
-       {"llama", "llama3", "qwen2", "qwen3", "qwen3moe", "phi3", "gpt2", "gemma2", "gemma3", "mixtral", "gptoss"})
+  for (const char* arch : {"llama", "llama3", "qwen2", "qwen3", "qwen3moe", "phi3", "gpt2", "gemma2", "gemma3",
+                           "mixtral", "gptoss", "deepseek2"})
     for (const char* prec : {"f32", "q8_0", "q4_k_m", "mxfp4_moe"}) {
+      // Quantized deepseek2 is left out: the CPU runs latent attention
+      // absorbed (queries quantized into attn_k_b's format), the GPU expanded
+      // (attn_k_b dequantized, the latent quantized for attn_v_b), so their
+      // activations are quantized at different points and the bound below,
+      // derived for the same points, does not apply (measured: cosine
+      // 0.996-0.999). Its f32 file holds the float bound.
+      if (std::string(arch) == "deepseek2" && std::string(prec) != "f32") continue;
       const fs::path p = kData / "archs" / (std::string(arch) + "." + prec + ".gguf");
       if (fs::exists(p)) paths.push_back(p);
     }

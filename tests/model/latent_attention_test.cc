@@ -131,23 +131,5 @@ TEST_F(LatentVariants, CacheHoldsTheLatentOnly) {
   }
 }
 
-// The GPU executor has no latent attention: asked for, it is refused by
-// name; on "auto" the CPU runs it and the note says why.
-TEST_F(LatentVariants, GpuRefusesByName) {
-  const auto model = Model::load(kFile);
-  try {
-    (void)make_forward(*model, {.n_ctx = 16}, Device::Cuda, {}, nullptr);
-    FAIL() << "expected an error";
-  } catch (const ModelError& e) {
-    EXPECT_NE(std::string(e.what()).find("deepseek2: the GPU executor has no multi-head latent attention"),
-              std::string::npos)
-        << e.what();
-  }
-  std::string note;
-  const auto fwd = make_forward(*model, {.n_ctx = 16}, Device::Auto, {}, &note);
-  EXPECT_EQ(fwd->backend_name().rfind("CPU", 0), 0u);
-  EXPECT_NE(note.find("multi-head latent attention"), std::string::npos) << note;
-}
-
 }  // namespace
 }  // namespace lamina::model

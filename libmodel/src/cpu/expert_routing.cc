@@ -41,9 +41,4 @@ void route_experts(const float* logits_all, std::size_t n_tokens, uint32_t n_exp
   }
 }
 
-void route_experts(const float* logits, std::size_t n_tokens, uint32_t n_expert, uint32_t n_used, uint32_t* order,
-                   int32_t* chosen, float* weights) {
-  route_experts(logits, n_tokens, n_expert, n_used, RoutingRule{}, order, chosen, weights);
-}
-
 }  // namespace lamina::model::cpu

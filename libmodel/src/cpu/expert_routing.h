@@ -1,7 +1,8 @@
 // The router of a mixture of experts: for each token, the n_used experts
 // with the highest gating values (plus a selection bias, where the model has
 // one; lower id on ties) and their weights, computed in double. The CPU
-// forward pass uses it, and hands it to the GPU executor so both choose alike.
+// forward pass uses it; the GPU executor's router (cudaexec::ExpertRouting)
+// computes the same.
 #pragma once
 
 #include <cstddef>
@@ -25,10 +26,5 @@ RoutingRule routing_rule(const ModelConfig& config, const float* bias);
 // chosen / weights: [n_tokens x n_used], by rank.
 void route_experts(const float* logits, std::size_t n_tokens, uint32_t n_expert, uint32_t n_used,
                    const RoutingRule& rule, uint32_t* order, int32_t* chosen, float* weights);
-
-// Softmax, renormalised over the chosen experts (Mixtral, Qwen3-MoE): the
-// form the GPU executor calls.
-void route_experts(const float* logits, std::size_t n_tokens, uint32_t n_expert, uint32_t n_used, uint32_t* order,
-                   int32_t* chosen, float* weights);
 
 }  // namespace lamina::model::cpu

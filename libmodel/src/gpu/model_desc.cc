@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "cpu/expert_routing.h"
 #include "cpu/ops.h"
 #include "rope.h"
 
@@ -37,13 +36,23 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
   d.n_expert = c.n_expert;
   d.n_expert_used = c.n_expert_used;
   d.n_ff_expert = c.n_ff_expert;
-  d.route_experts = cpu::route_experts;
+  d.routing = {c.expert_gating == ExpertGating::Sigmoid ? cudaexec::ExpertGating::Sigmoid
+                                                        : cudaexec::ExpertGating::Softmax,
+               c.expert_weights_norm, c.expert_weights_scale};
   d.n_layer = c.n_layer;
   d.n_embd = c.n_embd;
   d.n_head = c.n_head;
   d.n_head_kv = c.n_head_kv;
   d.head_dim_k = c.head_dim_k;
   d.head_dim_v = c.head_dim_v;
+  if (c.latent_attention()) {
+    // Run expanded: every head's key and value cached (see LatentAttentionDesc).
+    const LatentAttentionConfig& m = c.mla;
+    d.mla = {m.q_lora_rank, m.kv_lora_rank, m.nope_dim, m.rope_dim, m.value_dim};
+    d.n_head_kv = c.n_head;
+    d.head_dim_k = m.q_head_dim();
+    d.head_dim_v = m.value_dim;
+  }
   d.n_ff = c.n_ff;
   d.n_vocab = c.n_vocab;
   d.norm_eps = c.norm_eps;
@@ -98,6 +107,18 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
     g.up_exps_bias = vector(l.up_exps_bias);
     g.down_exps_bias = vector(l.down_exps_bias);
     g.attn_sinks = vector(l.attn_sinks);
+    g.expert_selection_bias = vector(l.expert_selection_bias);
+    g.gate_shexp = matrix(l.gate_shexp);
+    g.up_shexp = matrix(l.up_shexp);
+    g.down_shexp = matrix(l.down_shexp);
+    g.dense_ffn = c.ffn(i) != c.ffn();
+    g.wq_a = matrix(l.wq_a);
+    g.wq_b = matrix(l.wq_b);
+    g.wkv_a = matrix(l.wkv_a);
+    g.wk_b = matrix(l.wk_b);
+    g.wv_b = matrix(l.wv_b);
+    g.q_a_norm = vector(l.q_a_norm);
+    g.kv_a_norm = vector(l.kv_a_norm);
     g.sliding_window = c.layer_uses_window(i) ? c.sliding_window : 0;
     g.rope_local = c.layer_uses_swa_rope(i);
   }

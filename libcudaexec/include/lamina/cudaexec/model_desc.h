@@ -19,6 +19,26 @@ enum class RopeKind : uint8_t { None, Norm, Neox };  // Norm: pairs (2i, 2i+1); 
 enum class FfnKind : uint8_t { GatedSilu, GatedGelu, Gelu, MoeGatedSilu, MoeSwigluOai };
 inline bool is_mixture_of_experts(FfnKind k) { return k == FfnKind::MoeGatedSilu || k == FfnKind::MoeSwigluOai; }
 
+// How a mixture picks each token's experts and weighs them: gating values
+// (softmax over all experts, or sigmoid), the n_expert_used highest by value
+// plus LayerDesc::expert_selection_bias (lower id on ties), weighted by their
+// gating values, divided by their sum when `normalize`, times `scale`.
+enum class ExpertGating : uint8_t { Softmax, Sigmoid };
+struct ExpertRouting {
+  ExpertGating gating = ExpertGating::Softmax;
+  bool normalize = true;
+  float scale = 1.0f;
+};
+
+// Multi-head latent attention (deepseek2), run expanded: each head's key
+// [rotated k_pe; K_b c] and value V_b c are computed from the shared latent
+// c and cached per head, so the model's n_head_kv is n_head, head_dim_k
+// rope_dim + nope_dim (the rotated dims first, as rope_dims says) and
+// head_dim_v value_dim. kv_lora_rank 0: ordinary attention.
+struct LatentAttentionDesc {
+  uint32_t q_lora_rank = 0, kv_lora_rank = 0, nope_dim = 0, rope_dim = 0, value_dim = 0;
+};
+
 // n_out rows of n_in values in `format`, contiguous (ggml [n_in, n_out]);
 // for expert tensors, n_expert such matrices one after the other.
 struct LAMINA_CUDAEXEC_API HostMatrix {
@@ -55,6 +75,15 @@ struct LAMINA_CUDAEXEC_API LayerDesc {
   // of its output width, one after another).
   HostMatrix router, gate_exps, up_exps, down_exps;
   HostVector router_bias, gate_exps_bias, up_exps_bias, down_exps_bias;
+  HostVector expert_selection_bias;               // added to the gating values for the choice only
+  HostMatrix gate_shexp, up_shexp, down_shexp;    // shared experts: a gated-SiLU FFN added to the mixture
+  bool dense_ffn = false;                         // a mixture's leading dense layer (gated SiLU of n_ff)
+  // Latent attention: queries from wq (or wq_a, q_a_norm, wq_b), per head
+  // [nope; rope] rows; wkv_a gives [latent; k_pe], kv_a_norm normalizes the
+  // latent; wk_b per head [nope -> latent] (used transposed), wv_b per head
+  // [latent -> value].
+  HostMatrix wq_a, wq_b, wkv_a, wk_b, wv_b;
+  HostVector q_a_norm, kv_a_norm;
   uint32_t sliding_window = 0;  // 0: attends to every earlier position
   bool rope_local = false;      // rotates with ModelDesc::rope_inv_freq_local
 };
@@ -79,13 +108,8 @@ struct LAMINA_CUDAEXEC_API ModelDesc {
   // GELU through this table of 65536 f16 results, one per f16 input (the
   // CPU path's llama.cpp-compatible numerics); null computes it exactly.
   const uint16_t* gelu_f16_table = nullptr;
-  // Mixtures of experts: picks each token's n_expert_used experts and their
-  // weights from its router logits ([n_tokens x n_expert]; order is scratch
-  // of n_expert; chosen and weights [n_tokens x n_expert_used], by rank). The
-  // caller's own router, so the GPU chooses exactly as the CPU path does.
-  using ExpertRouter = void (*)(const float* logits, std::size_t n_tokens, uint32_t n_expert, uint32_t n_used,
-                                uint32_t* order, int32_t* chosen, float* weights);
-  ExpertRouter route_experts = nullptr;
+  ExpertRouting routing;
+  LatentAttentionDesc mla;
   HostMatrix token_embd, position_embd, output;
   HostVector output_norm, output_norm_bias;
   std::vector<LayerDesc> layers;

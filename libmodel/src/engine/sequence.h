@@ -1,6 +1,7 @@
-// One request inside the engine: its tokens and KV positions, its own seeded
-// sampler, the stop-string filter for its streamed text, and the result it
-// reports when it ends. Lives on the engine thread only.
+// One request: its tokens and KV positions, its own seeded sampler, the
+// stop-string filter for its streamed text, why it ends, and the result it
+// reports. The Engine runs many on its thread; generate() runs one on the
+// caller's. Not shared between threads.
 #pragma once
 
 #include <algorithm>

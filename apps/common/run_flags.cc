@@ -90,7 +90,7 @@ model::ChatPrompt chat_prompt(const model::Model& model, const std::string& fami
 std::string flag_message(std::string_view message) {
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kFlags{{
       {"ForwardOptions::n_ctx", "--ctx-size"},
-      {"GpuOptions::parity_check", "--no-parity-check"},
+      {"GpuOptions::parity_check = false", "--no-parity-check"},
       {"LoadOptions::quantize", "--quantize"},
   }};
   std::string out(message);

@@ -61,7 +61,8 @@ void add_chat_template_flag(CLI::App& app, std::string& family);
 model::ChatPrompt chat_prompt(const model::Model& model, const std::string& family);
 
 // A library error message with the option fields it names (e.g.
-// "ForwardOptions::n_ctx") replaced by the flags that set them.
+// "ForwardOptions::n_ctx", or "GpuOptions::parity_check = false" for a flag
+// that clears one) replaced by the flags that set them.
 std::string flag_message(std::string_view library_message);
 
 }  // namespace lamina::apps

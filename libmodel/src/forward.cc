@@ -27,19 +27,17 @@ uint32_t context_size(const ModelConfig& c, uint32_t requested) {
 }
 
 void check_batch(std::span<const TokenInput> batch, const BatchLimits& limits) {
-  for (const auto& t : batch) {
+  const auto refuse = [](const char* what, int64_t value, const std::string& why) {
+    throw ModelError(std::string(what) + " " + std::to_string(value) + " " + why);
+  };
+  const auto n = [](uint32_t v) { return std::to_string(v); };
+  for (const TokenInput& t : batch) {
     if (t.token < 0 || static_cast<uint32_t>(t.token) >= limits.n_vocab)
-      throw ModelError("token id " + std::to_string(t.token) + " is outside the vocabulary (" +
-                       std::to_string(limits.n_vocab) + ")");
-    if (t.pos >= limits.n_ctx)
-      throw ModelError("position " + std::to_string(t.pos) + " is past the context size " +
-                       std::to_string(limits.n_ctx));
-    if (t.seq >= limits.n_seq)
-      throw ModelError("sequence " + std::to_string(t.seq) + " has no KV cache slot (" +
-                       std::to_string(limits.n_seq) + " slots)");
+      refuse("token id", t.token, "is outside the vocabulary (" + n(limits.n_vocab) + ")");
+    if (t.pos >= limits.n_ctx) refuse("position", t.pos, "is past the context size " + n(limits.n_ctx));
+    if (t.seq >= limits.n_seq) refuse("sequence", t.seq, "has no KV cache slot (" + n(limits.n_seq) + " slots)");
     if (t.pos >= limits.n_learned_positions)
-      throw ModelError("position " + std::to_string(t.pos) + " is past the learned positions (" +
-                       std::to_string(limits.n_learned_positions) + ")");
+      refuse("position", t.pos, "is past the learned positions (" + n(limits.n_learned_positions) + ")");
   }
 }
 

@@ -76,8 +76,8 @@ void print_results(std::ostream& out, const std::string& format, const BenchOpti
     doc["backend"] = run.backend;
     doc["first_token_ms"] = run.first_token_ms;
     if (!run.device_memory.empty()) doc["device_memory"] = run.device_memory;
-    doc["kv_type"] = options.kv_type;
-    doc["batch_size"] = options.batch_size;
+    doc["kv_type"] = options.run.kv_type;
+    doc["batch_size"] = options.run.batch_size;
     nlohmann::json results = nlohmann::json::array();
     for (const auto& r : run.results)
       results.push_back({{"test", r.test},
@@ -112,7 +112,7 @@ void print_results(std::ostream& out, const std::string& format, const BenchOpti
   out << "load: " << std::fixed << std::setprecision(1) << run.load_ms << " ms, time to first token "
       << run.first_token_ms << " ms\n";
   out << "memory: peak RSS " << mib(run.peak_rss_bytes) << ", file " << mib(run.model.file_bytes) << ", KV cache "
-      << mib(run.kv_cache_bytes) << " (" << options.kv_type << "), " << memory_overhead(run) << "\n";
+      << mib(run.kv_cache_bytes) << " (" << options.run.kv_type << "), " << memory_overhead(run) << "\n";
   if (!run.device_memory.empty()) out << run.device_memory << "\n";
 }
 

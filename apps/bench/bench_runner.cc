@@ -119,20 +119,13 @@ BenchRun run_benchmarks(const BenchOptions& o, std::ostream& progress) {
   const int seq_ctx = o.sequences.empty() ? 1 : o.seq_prompt + o.seq_gen;
   const uint32_t n_ctx = static_cast<uint32_t>(std::max({max_d + max_p + 1, max_d + max_n, seq_ctx, 1}));
   for (int threads : o.threads) {
-    model::ForwardOptions fo;
-    fo.n_ctx = n_ctx;
-    fo.n_seq = static_cast<uint32_t>(max_seqs);
-    fo.max_batch = static_cast<uint32_t>(o.batch_size);
-    fo.kv_type = o.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
-    fo.n_threads = threads;
-    fo.pack_weights = o.pack_weights;
-    model::GpuOptions gpu;
-    gpu.device = o.gpu_index;
-    gpu.parity_check = o.parity_check;
-    gpu.use_graphs = o.cuda_graphs;
+    apps::RunFlags flags = o.run;
+    flags.n_ctx = n_ctx;
+    flags.n_threads = threads;
     std::string note;
     const auto setup_start = Clock::now();
-    const auto fwd_ptr = model::make_forward(*m, fo, *model::parse_device(o.device), gpu, &note);
+    const auto fwd_ptr = model::make_forward(*m, apps::forward_options(flags, static_cast<uint32_t>(max_seqs)),
+                                             apps::device(flags), apps::gpu_options(flags), &note);
     run.load_ms += seconds_since(setup_start) * 1000.0;
     if (!note.empty()) progress << note << '\n';
     model::Forward& fwd = *fwd_ptr;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "run_flags.h"
+
 namespace lamina::bench {
 
 struct BenchOptions {
@@ -21,13 +23,7 @@ struct BenchOptions {
   int seq_prompt = 16;
   int seq_gen = 64;
   int repetitions = 5;
-  int batch_size = 512;
-  std::string kv_type = "f16";
-  std::string device = "cpu";  // cpu, cuda or auto
-  int gpu_index = 0;
-  bool parity_check = true;
-  bool pack_weights = true;  // CPU: rearrange weights for the faster kernels
-  bool cuda_graphs = true;
+  apps::RunFlags run;  // all but n_ctx and n_threads, which come from the lists above
 };
 
 struct ModelFacts {

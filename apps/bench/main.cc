@@ -5,6 +5,7 @@
 
 #include "bench_report.h"
 #include "bench_runner.h"
+#include "run_flags.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"lamina-bench: measure prompt processing (pp) and generation (tg) speed of a GGUF model", "lamina-bench"};
@@ -27,18 +28,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("-r,--repetitions", o.repetitions, "timed repetitions of each test")->check(CLI::Range(1, 1000));
   app.add_option("-t,--threads", o.threads, "thread counts to test")->delimiter(',')->check(CLI::Range(1, 1024));
-  app.add_option("-b,--batch-size", o.batch_size, "tokens per forward step during prompt processing")
-      ->check(CLI::Range(1, 65536));
-  app.add_option("--kv-type", o.kv_type, "KV cache type: f16 or f32")
-      ->check(CLI::IsMember({"f32", "f16"}))
-      ->capture_default_str();
-  app.add_option("--device", o.device, "compute device: cpu, cuda or auto")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  app.add_option("--gpu", o.gpu_index, "CUDA device index")->check(CLI::Range(0, 64));
-  app.add_flag("!--no-parity-check", o.parity_check, "skip the CPU/GPU comparison at load");
-  app.add_flag("!--no-pack", o.pack_weights,
-               "CPU: run the weights in the file's layout instead of packing them at load for faster kernels");
-  app.add_flag("!--no-cuda-graphs", o.cuda_graphs, "launch the GPU decode step eagerly instead of as a CUDA graph");
+  // Contexts and thread counts come from the test lists.
+  lamina::apps::add_run_flags(app, o.run, lamina::apps::kAllRunFlags & ~(lamina::apps::kCtxSizeFlag | lamina::apps::kThreadsFlag));
   app.add_option("-o,--output", output, "md, json or csv")->check(CLI::IsMember({"md", "json", "csv"}));
   try {
     app.parse(argc, argv);
@@ -49,7 +40,7 @@ int main(int argc, char** argv) {
     const auto results = lamina::bench::run_benchmarks(o, std::cerr);
     lamina::bench::print_results(std::cout, output, o, results);
   } catch (const std::exception& e) {
-    std::cerr << "lamina-bench: " << e.what() << '\n';
+    std::cerr << "lamina-bench: " << lamina::apps::flag_message(e.what()) << '\n';
     return 1;
   }
   return 0;

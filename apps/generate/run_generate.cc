@@ -10,12 +10,12 @@
 #include <sstream>
 
 #include "lamina/model/chat.h"
-#include "lamina/model/chat_template.h"
 #include "lamina/model/forward.h"
 #include "lamina/model/generate.h"
 #include "lamina/model/gpu_forward.h"
 #include "lamina/model/model.h"
 #include "lamina/quant/format.h"
+#include "run_flags.h"
 
 namespace lamina::generate_app {
 namespace {
@@ -50,11 +50,6 @@ std::unique_ptr<model::Model> load_model(const std::string& path, const std::str
 }
 
 std::vector<int32_t> prompt_tokens(const Options& o, const model::Model& m) {
-  for (int32_t id : o.prompt_ids) {
-    if (id < 0 || static_cast<uint32_t>(id) >= m.config().n_vocab)
-      throw std::runtime_error("--prompt-ids: token id " + std::to_string(id) + " is outside the vocabulary (" +
-                               std::to_string(m.config().n_vocab) + ")");
-  }
   if (!o.prompt_ids.empty()) return o.prompt_ids;
   const model::Tokenizer& tok = m.tokenizer();
   std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
@@ -63,23 +58,9 @@ std::vector<int32_t> prompt_tokens(const Options& o, const model::Model& m) {
   std::vector<model::ChatMessage> messages;
   if (!o.system.empty()) messages.push_back({"system", o.system});
   messages.push_back({"user", text});
-  std::string rendered;
-  if (!o.chat_template.empty()) {
-    // An explicit family overrides the model's own template.
-    const auto format = model::chat_format_by_name(o.chat_template);
-    if (!format) throw std::runtime_error("--chat-template: unknown family '" + o.chat_template + "'");
-    const std::string bos = tok.bos_id() >= 0 ? tok.token_to_piece(tok.bos_id()) : std::string();
-    const std::string eos = tok.eos_id() >= 0 ? tok.token_to_piece(tok.eos_id()) : std::string();
-    rendered = model::render_chat(*format, messages, true, bos, eos);
-  } else {
-    const model::ModelChat chat(m);
-    if (!chat.has_template()) throw std::runtime_error("the model has no tokenizer.chat_template; pass --chat-template");
-    rendered = chat.render(messages, /*add_generation_prompt=*/true);
-  }
-  std::vector<int32_t> ids = tok.encode(rendered, false, true);
-  if (tok.add_bos() && tok.bos_id() >= 0 && (ids.empty() || ids.front() != tok.bos_id()))
-    ids.insert(ids.begin(), tok.bos_id());
-  return ids;
+  const model::ChatPrompt chat = apps::chat_prompt(m, o.chat_template);
+  if (!chat.follows_model()) std::fprintf(stderr, "lamina-generate: chat format: %s\n", chat.description().c_str());
+  return chat.prompt_ids(messages);
 }
 
 void write_logits(const std::string& path, const std::vector<float>& logits) {
@@ -100,19 +81,9 @@ int run(const Options& o) {
   const std::vector<int32_t> ids = prompt_tokens(o, *m);
   if (ids.empty()) throw std::runtime_error("the prompt is empty and the model adds no BOS token");
 
-  model::ForwardOptions fo;
-  fo.n_ctx = o.n_ctx;
-  fo.n_threads = o.n_threads;
-  fo.pack_weights = o.pack_weights;
-  fo.max_batch = static_cast<uint32_t>(o.batch_size);
-  fo.kv_type = o.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
-  model::GpuOptions gpu;
-  gpu.device = o.gpu_index;
-  gpu.parity_check = o.parity_check;
-  gpu.parity_min_cosine = o.parity_min_cosine;
-  gpu.use_graphs = o.cuda_graphs;
   std::string device_note;
-  const auto forward_ptr = model::make_forward(*m, fo, *model::parse_device(o.device), gpu, &device_note);
+  const auto forward_ptr = model::make_forward(*m, apps::forward_options(o.run), apps::device(o.run),
+                                               apps::gpu_options(o.run), &device_note);
   if (!device_note.empty()) std::fprintf(stderr, "%s\n", device_note.c_str());
   model::Forward& forward = *forward_ptr;
   // Load time includes the upload to the GPU and its parity check.
@@ -143,7 +114,7 @@ int run(const Options& o) {
     doc["prompt_ids"] = result.prompt_ids;
     doc["generated_ids"] = result.generated_ids;
     doc["text"] = result.text;
-    doc["stop_reason"] = std::string(model::stop_reason_name(result.stop_reason));
+    doc["stop_reason"] = std::string(model::finish_reason_name(result.finish));
     doc["timings"] = {{"load_ms", load_ms}, {"prompt_tokens_per_s", pp}, {"gen_tokens_per_s", tg}};
     std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   } else {

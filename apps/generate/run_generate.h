@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lamina/model/sampler.h"
+#include "run_flags.h"
 
 namespace lamina::generate_app {
 
@@ -15,22 +16,13 @@ struct Options {
   std::string prompt_file;
   std::vector<int32_t> prompt_ids;
   int32_t n_predict = 128;
-  uint32_t n_ctx = 0;
-  int n_threads = 0;
-  int batch_size = 512;
+  apps::RunFlags run;
   model::SamplerOptions sampling;
   std::vector<std::string> stop;
   bool ignore_eos = false;
   bool chat = false;
   std::string system;
   std::string chat_template;
-  std::string device = "cpu";  // cpu, cuda or auto
-  int gpu_index = 0;
-  bool parity_check = true;
-  bool pack_weights = true;  // CPU: rearrange weights for the faster kernels
-  double parity_min_cosine = 0;  // 0: by weight type
-  bool cuda_graphs = true;
-  std::string kv_type = "f16";
   std::string quantize;  // quantize the float matrices at load to this type (e.g. q8_0)
   bool json = false;
   std::string logits_out;

@@ -87,7 +87,7 @@ void note_result(RequestRecord& rec, const model::CompletionResult& r) {
 }
 
 bool succeeded(const model::CompletionResult& r) {
-  return r.finish == model::FinishReason::Stop || r.finish == model::FinishReason::Length;
+  return r.finish != model::FinishReason::Cancelled && r.finish != model::FinishReason::Error;
 }
 
 // Why a request that ran did not complete: the server cancelled it while

@@ -7,7 +7,10 @@
 #include <iostream>
 
 #include "default_model.h"
+#include "run_flags.h"
 #include "serve_app.h"
+
+namespace apps = lamina::apps;
 
 int main(int argc, char** argv) {
   CLI::App app{"lamina-serve: an OpenAI-compatible server (default model: the bundled stories260K)", "lamina-serve"};
@@ -21,29 +24,15 @@ int main(int argc, char** argv) {
   app.add_option("--port", srv.port, "port to listen on (0: any free port)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  app.add_option("-c,--ctx-size", o.n_ctx, "context per sequence slot (0: the model's, at most 4096)")
-      ->check(CLI::Range(0, 1 << 24));
+  apps::add_run_flags(app, o.run);
   app.add_option("--parallel", o.n_parallel, "sequence slots: requests generating at once")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   app.add_option("--max-queue", o.max_queue, "requests waiting for a slot before new ones get 429")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
-  app.add_option("-t,--threads", o.n_threads, "compute threads (0: all)")->check(CLI::Range(0, 1024));
-  app.add_option("-b,--batch-size", o.batch_size, "tokens per forward step (decode and prompt chunks together)")
-      ->check(CLI::Range(1, 65536))
-      ->capture_default_str();
-  app.add_option("--kv-type", o.kv_type, "KV cache type")->check(CLI::IsMember({"f32", "f16"}))->capture_default_str();
   app.add_flag("!--no-prefix-cache", o.prefix_cache, "recompute every prompt instead of reusing a slot's prefix");
-  app.add_option("--device", o.device, "compute device: cpu, cuda or auto (cuda when it works)")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
-      ->capture_default_str();
-  app.add_option("--gpu", o.gpu_index, "CUDA device index")->check(CLI::Range(0, 64));
-  app.add_flag("!--no-parity-check", o.parity_check, "skip the CPU/GPU comparison at load");
-  app.add_flag("!--no-pack", o.pack_weights,
-               "CPU: run the weights in the file's layout instead of packing them at load for faster kernels");
-  app.add_option("--chat-template", o.chat_template,
-                 "chat format instead of the model's template: chatml, llama2, llama3, mistral, phi3, gemma");
+  apps::add_chat_template_flag(app, o.chat_template);
   auto* key = app.add_option("--api-key", srv.api_key, "require 'Authorization: Bearer <key>' (not for /health)");
   app.add_option("--api-key-file", o.api_key_file, "read the API key from a file (keeps it out of the process list)")
       ->check(CLI::ExistingFile)
@@ -82,13 +71,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 3600))
       ->capture_default_str();
   // Server-side sampling defaults for fields a request leaves out (OpenAI's otherwise).
-  app.add_option("--temp", s.temperature, "default temperature")->check(CLI::Range(0.0, 2.0))->capture_default_str();
-  app.add_option("--top-k", s.top_k, "default top-k (0: off)")->check(CLI::Range(0, 1 << 30))->capture_default_str();
-  app.add_option("--top-p", s.top_p, "default top-p (1: off)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  app.add_option("--min-p", s.min_p, "default min-p (0: off)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  app.add_option("--repeat-penalty", s.repeat_penalty, "default repetition penalty (1: off)")
-      ->check(CLI::Range(0.0, 100.0))
-      ->capture_default_str();
+  apps::add_sampling_flags(app, s, /*server_defaults=*/true);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -103,10 +86,10 @@ int main(int argc, char** argv) {
   // stays resident.
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   try {
-    if (o.model_path.empty()) o.model_path = lamina::generate_app::default_model_path();
+    if (o.model_path.empty()) o.model_path = apps::default_model_path();
     return lamina::serve::run_server(std::move(o));
   } catch (const std::exception& e) {
-    std::cerr << "lamina-serve: " << e.what() << '\n';
+    std::cerr << "lamina-serve: " << apps::flag_message(e.what()) << '\n';
     return 1;
   }
 }

@@ -64,7 +64,9 @@ json error_json(const ApiError& error) {
 }
 
 std::string_view openai_finish_reason(model::FinishReason reason) {
-  return reason == model::FinishReason::Length ? "length" : "stop";
+  // OpenAI ends for the context as for max_tokens.
+  const bool cut = reason == model::FinishReason::Length || reason == model::FinishReason::ContextFull;
+  return cut ? "length" : "stop";
 }
 
 json usage_json(const model::CompletionResult& result) {

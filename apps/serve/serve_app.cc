@@ -11,7 +11,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include "chat_prompt.h"
 #include "http_server.h"
 #include "lamina/model/engine.h"
 #include "lamina/model/gpu_forward.h"
@@ -65,28 +64,19 @@ int run_server(AppOptions o) {
   const sigset_t signals = shutdown_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  model::ForwardOptions fo;
-  fo.n_ctx = o.n_ctx;
-  fo.n_seq = o.n_parallel;
-  fo.max_batch = o.batch_size;
-  fo.n_threads = o.n_threads;
-  fo.pack_weights = o.pack_weights;
-  fo.kv_type = o.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
-  model::GpuOptions gpu;
-  gpu.device = o.gpu_index;
-  gpu.parity_check = o.parity_check;
   std::string device_note;
-  const auto forward = model::make_forward(*model, fo, *model::parse_device(o.device), gpu, &device_note);
+  const auto forward = model::make_forward(*model, apps::forward_options(o.run, o.n_parallel), apps::device(o.run),
+                                           apps::gpu_options(o.run), &device_note);
   if (!device_note.empty()) std::fprintf(stderr, "lamina-serve: %s\n", device_note.c_str());
 
   model::EngineOptions eo;
   eo.max_queue = o.max_queue;
-  eo.max_step_tokens = o.batch_size;
-  eo.prefill_chunk = std::min<uint32_t>(eo.prefill_chunk, o.batch_size);
+  eo.max_step_tokens = o.run.batch_size;
+  eo.prefill_chunk = std::min<uint32_t>(eo.prefill_chunk, o.run.batch_size);
   eo.prefix_cache = o.prefix_cache;
   model::Engine engine(*model, *forward, eo);
 
-  const ChatPrompter chat(*model, o.chat_template);
+  const model::ChatPrompt chat = apps::chat_prompt(*model, o.chat_template);
   Metrics metrics;
   ServerOptions so = o.server;
   so.model_name = o.alias;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "lamina/model/sampler.h"
+#include "run_flags.h"
 #include "serve_context.h"
 
 namespace lamina::serve {
@@ -12,15 +13,8 @@ namespace lamina::serve {
 struct AppOptions {
   std::string model_path;
   std::string alias;           // the model's id in the API; default: the file name without .gguf
-  uint32_t n_ctx = 0;          // per sequence slot; 0: the model's, at most 4096
+  apps::RunFlags run;          // n_ctx per sequence slot; batch_size: tokens per forward step
   uint32_t n_parallel = 4;     // sequence slots
-  int n_threads = 0;           // 0: all
-  uint32_t batch_size = 512;   // tokens per forward step
-  std::string kv_type = "f16";
-  std::string device = "cpu";  // cpu, cuda or auto
-  int gpu_index = 0;
-  bool parity_check = true;
-  bool pack_weights = true;  // CPU: rearrange weights for the faster kernels
   bool prefix_cache = true;
   uint32_t max_queue = 256;
   std::string chat_template;   // a built-in family instead of the model's template

@@ -12,11 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "chat_prompt.h"
+#include "lamina/model/chat_prompt.h"
 #include "lamina/model/engine.h"
 #include "lamina/model/model.h"
 #include "metrics.h"
 #include "openai_request.h"
+#include "text_bound.h"
 
 namespace lamina::serve {
 
@@ -82,7 +83,7 @@ class RandomSource {
 };
 
 struct ServeContext {
-  ServeContext(const model::Model& m, model::Engine& e, const ChatPrompter& c, Metrics& mt, ServerOptions o)
+  ServeContext(const model::Model& m, model::Engine& e, const model::ChatPrompt& c, Metrics& mt, ServerOptions o)
       : model(m),
         engine(e),
         chat(c),
@@ -92,7 +93,7 @@ struct ServeContext {
 
   const model::Model& model;
   model::Engine& engine;
-  const ChatPrompter& chat;
+  const model::ChatPrompt& chat;
   Metrics& metrics;
   const ServerOptions options;
   // Longer texts cannot fit the context: they are refused untokenized.

@@ -1,5 +1,10 @@
 #include "lamina/model/forward.h"
 
+#include <algorithm>
+#include <string>
+
+#include "forward_limits.h"
+
 namespace lamina::model {
 
 std::vector<int32_t> Forward::decode_greedy(std::span<const TokenInput> batch) {
@@ -14,6 +19,26 @@ std::vector<int32_t> Forward::decode_greedy(std::span<const TokenInput> batch) {
     ids[r] = static_cast<int32_t>(best);
   }
   return ids;
+}
+
+uint32_t context_size(const ModelConfig& c, uint32_t requested) {
+  if (requested > 0) return requested;
+  return c.n_ctx_train > 0 ? std::min<uint32_t>(c.n_ctx_train, 4096) : 4096;
+}
+
+void check_batch(std::span<const TokenInput> batch, const BatchLimits& limits) {
+  const auto refuse = [](const char* what, int64_t value, const std::string& why) {
+    throw ModelError(std::string(what) + " " + std::to_string(value) + " " + why);
+  };
+  const auto n = [](uint32_t v) { return std::to_string(v); };
+  for (const TokenInput& t : batch) {
+    if (t.token < 0 || static_cast<uint32_t>(t.token) >= limits.n_vocab)
+      refuse("token id", t.token, "is outside the vocabulary (" + n(limits.n_vocab) + ")");
+    if (t.pos >= limits.n_ctx) refuse("position", t.pos, "is past the context size " + n(limits.n_ctx));
+    if (t.seq >= limits.n_seq) refuse("sequence", t.seq, "has no KV cache slot (" + n(limits.n_seq) + " slots)");
+    if (t.pos >= limits.n_learned_positions)
+      refuse("position", t.pos, "is past the learned positions (" + n(limits.n_learned_positions) + ")");
+  }
 }
 
 }  // namespace lamina::model

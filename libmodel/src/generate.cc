@@ -1,101 +1,104 @@
 #include "lamina/model/generate.h"
 
-#include <algorithm>
 #include <chrono>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <utility>
 
-#include "generated_text.h"
+#include "engine/sequence.h"
+#include "engine/step.h"
 
 namespace lamina::model {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using engine::Clock;
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-}  // namespace
-
-std::string_view stop_reason_name(StopReason reason) {
-  switch (reason) {
-    case StopReason::Length: return "length";
-    case StopReason::EndOfGeneration: return "eog";
-    case StopReason::StopString: return "stop";
-    case StopReason::ContextFull: return "context";
-  }
-  return "?";
+// The request the Engine would run for the same generation.
+CompletionRequest as_request(const std::vector<int32_t>& prompt_ids, const GenerateOptions& o) {
+  return {.prompt_ids = prompt_ids, .max_tokens = o.n_predict, .sampling = o.sampling, .stop = o.stop,
+          .stop_at_eog = o.stop_at_eog, .skip_special_tokens = o.skip_special_tokens};
 }
+
+}  // namespace
 
 GenerateResult generate(const Model& model, Forward& forward, const std::vector<int32_t>& prompt_ids,
                         const GenerateOptions& options, const TextCallback& on_text) {
-  const Tokenizer& tok = model.tokenizer();
-  const uint32_t n_vocab = model.config().n_vocab;
   const uint32_t n_ctx = forward.n_ctx();
-  if (prompt_ids.empty()) throw ModelError("the prompt has no tokens");
-  if (prompt_ids.size() >= n_ctx)
-    throw ModelError("the prompt has " + std::to_string(prompt_ids.size()) + " tokens, the context holds " +
-                     std::to_string(n_ctx) + " (raise --ctx-size)");
+  const uint32_t n_vocab = forward.config().n_vocab;
+  CompletionRequest request = as_request(prompt_ids, options);
+  engine::check_request(request, n_ctx, n_vocab);
+  if (options.seq >= forward.n_seq())
+    throw std::invalid_argument("the sequence slot (seq) is " + std::to_string(options.seq) + "; the forward pass has " +
+                                std::to_string(forward.n_seq()));
+
+  // The request's text streams through on_text; what on_text throws ends the
+  // generation and is thrown again here.
+  std::exception_ptr text_failure;
+  CompletionResult done;
+  CompletionCallbacks callbacks;
+  if (on_text) {
+    callbacks.on_token = [&](const TokenEvent& event) {
+      try {
+        if (!event.text.empty()) on_text(event.text);
+        return true;
+      } catch (...) {
+        text_failure = std::current_exception();
+        return false;
+      }
+    };
+  }
+  callbacks.on_done = [&](const CompletionResult& r) { done = r; };
+  engine::Sequence seq(0, std::move(request), std::move(callbacks), Clock::now());
+  seq.admit(options.seq, 0, Clock::now());
 
   GenerateResult result;
   result.prompt_ids = prompt_ids;
-  Sampler sampler(options.sampling);
-  for (int32_t id : prompt_ids) sampler.accept(id);
-
+  const Tokenizer& tokenizer = model.tokenizer();
+  engine::StepSampling sampling(n_vocab);
+  engine::Sequence* const samplers[] = {&seq};
   std::vector<TokenInput> batch(prompt_ids.size());
   for (std::size_t i = 0; i < prompt_ids.size(); ++i) {
     batch[i] = {prompt_ids[i], static_cast<uint32_t>(i), options.seq,
                 options.want_prompt_logits || i + 1 == prompt_ids.size()};
   }
+  // The whole prompt is one step (the engine cuts it into chunks; the forward
+  // pass gives the same bits either way).
   const auto prompt_start = Clock::now();
-  auto logits = forward.decode(batch);
-  result.prompt_ms = ms_since(prompt_start);
-  if (options.want_prompt_logits) result.prompt_logits.assign(logits.begin(), logits.end());
-  std::vector<float> last(logits.end() - n_vocab, logits.end());
-
-  GeneratedText generated(tok, prompt_ids, options.skip_special_tokens, options.stop);
-  std::size_t shown = 0;
-  const auto gen_start = Clock::now();
-  uint32_t pos = static_cast<uint32_t>(prompt_ids.size());
-  // Plain greedy decoding needs no logits on the host: the forward pass
-  // returns the argmax (on a GPU only the id crosses the bus).
-  const bool pure_greedy = sampler.picks_argmax();
-  int32_t greedy_next = pure_greedy ? sampler.sample(last) : -1;
-  for (int32_t n = 0; options.n_predict < 0 || n < options.n_predict; ++n) {
-    const int32_t next = pure_greedy ? greedy_next : sampler.sample(last);
-    if (options.stop_at_eog && tok.is_eog(next)) {
-      result.stop_reason = StopReason::EndOfGeneration;
-      break;
-    }
-    result.generated_ids.push_back(next);
-    sampler.accept(next);
-    if (generated.append(next, result.text)) {
-      result.stop_reason = StopReason::StopString;
-      break;
-    }
-    if (on_text) {
-      const std::size_t safe = generated.safe_length(result.text);
-      if (safe > shown) {
-        on_text(std::string_view(result.text).substr(shown, safe - shown));
-        shown = safe;
-      }
-    }
-    if (options.n_predict >= 0 && n + 1 == options.n_predict) break;
-    if (pos >= n_ctx) {
-      result.stop_reason = StopReason::ContextFull;
-      break;
-    }
-    const TokenInput input{next, pos++, options.seq, true};
-    if (pure_greedy) {
-      greedy_next = forward.decode_greedy(std::span(&input, 1)).at(0);
-    } else {
-      logits = forward.decode(std::span(&input, 1));
-      std::copy(logits.begin(), logits.end(), last.begin());
-    }
+  if (options.want_prompt_logits) {
+    const std::span<const float> logits = forward.decode(batch);
+    result.prompt_ms = ms_since(prompt_start);
+    result.prompt_logits.assign(logits.begin(), logits.end());
+    seq.advance(static_cast<uint32_t>(batch.size()));
+    std::vector<float> last(logits.end() - n_vocab, logits.end());
+    if (!seq.finished()) seq.on_logits(last, tokenizer, n_ctx);
+  } else if (!seq.finished()) {
+    sampling.run(forward, batch, samplers);
+    result.prompt_ms = ms_since(prompt_start);
+    seq.advance(static_cast<uint32_t>(batch.size()));
+    sampling.deliver(0, seq, tokenizer, n_ctx);
   }
-  if (result.stop_reason != StopReason::StopString && generated.finish(result.text))
-    result.stop_reason = StopReason::StopString;
+
+  const auto gen_start = Clock::now();
+  while (!seq.finished()) {
+    const uint32_t pos = seq.n_cached();
+    const TokenInput input{seq.token_at(pos), pos, seq.slot(), true};
+    sampling.run(forward, std::span(&input, 1), samplers);
+    seq.advance(1);
+    sampling.deliver(0, seq, tokenizer, n_ctx);
+  }
   result.generate_ms = ms_since(gen_start);
-  if (on_text && result.text.size() > shown) on_text(std::string_view(result.text).substr(shown));
+  seq.report();
+  if (text_failure) std::rethrow_exception(text_failure);
+  if (done.finish == FinishReason::Error) throw ModelError("generation failed: " + done.error);
+  if (on_text && !done.text_tail.empty()) on_text(done.text_tail);
+  result.generated_ids = std::move(done.generated_ids);
+  result.text = std::move(done.text);
+  result.finish = done.finish;
   return result;
 }
 

@@ -34,7 +34,7 @@ bool quantizable(const gguf::TensorInfo& t, quant::QuantFormat format) {
 
 gguf::GgufFile quantize_weights(gguf::GgufFile file, quant::QuantFormat format) {
   const quant::FormatTraits& traits = quant::format_traits(format);
-  if (!traits.is_weight_format) throw ModelError("--quantize: " + std::string(traits.name) + " cannot hold weights");
+  if (!traits.is_weight_format) throw ModelError("LoadOptions::quantize: " + std::string(traits.name) + " cannot hold weights");
   auto owner = std::make_shared<QuantizedWeights>();
   std::vector<gguf::TensorInfo> tensors = file.tensors();
   quant::ThreadPool pool(0);

@@ -10,23 +10,9 @@
 #include <utility>
 #include <vector>
 
-namespace lamina::model {
+#include "utf8.h"
 
-// Length of the longest prefix of `s` that does not end inside a UTF-8 sequence.
-inline std::size_t complete_utf8_prefix(std::string_view s) {
-  std::size_t i = s.size();
-  std::size_t back = 0;
-  while (i > 0 && back < 4) {
-    const auto c = static_cast<unsigned char>(s[i - 1]);
-    if ((c & 0xC0) != 0x80) {
-      const std::size_t need = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
-      return back + 1 >= need ? s.size() : i - 1;
-    }
-    --i;
-    ++back;
-  }
-  return s.size();  // stray continuation bytes: nothing to wait for
-}
+namespace lamina::model {
 
 // Text between what was shown and what may still turn into a stop string.
 class StopFilter {
@@ -53,7 +39,7 @@ class StopFilter {
   // How much of `text` can be shown: complete UTF-8, and not a suffix that
   // starts some stop string.
   std::size_t safe_length(std::string_view text) const {
-    std::size_t safe = complete_utf8_prefix(text);
+    std::size_t safe = utf8::complete_prefix(text);
     for (const auto& stop : stops_) {
       for (std::size_t k = std::min(stop.size() - (stop.empty() ? 0 : 1), safe); k > 0; --k) {
         if (text.substr(safe - k, k) == std::string_view(stop).substr(0, k)) {

@@ -65,12 +65,21 @@ def main():
             (["-m", os.path.join(tmp, "missing.gguf")], "missing model"),
             (["-c", "4", "-p", "Once upon a time there was"], "prompt longer than the context"),
             (["--prompt-ids", "1,99999"], "token id outside the vocabulary"),
-            (["--chat", "-p", "hi"], "no chat template"),
+            (["--chat", "--chat-template", "banana", "-p", "hi"], "unknown chat family"),
         ]:
             r = run(generate, *args, "-n", "4")
             lines = r.stderr.decode(errors="replace").strip().splitlines()
             expect(r.returncode == 1 and len(lines) == 1 and lines[0].startswith("lamina-generate: "),
                    f"{what}: exit 1 with one error line (got {r.returncode}: {r.stderr!r})")
+    # The library's option names come back as the flags that set them.
+    r = run(generate, "-c", "4", "-p", "Once upon a time there was", "-n", "4")
+    expect(b"--ctx-size" in r.stderr and b"ForwardOptions" not in r.stderr, f"context error names the flag ({r.stderr!r})")
+    r = run(generate, "--chat", "--chat-template", "banana", "-p", "hi", "-n", "4")
+    expect(b"--chat-template" in r.stderr and b"banana" in r.stderr, f"chat family error names the flag ({r.stderr!r})")
+    # One chat policy with lamina-serve: a model without a template gets ChatML, said on stderr.
+    r = run(generate, "--chat", "-p", "hi", "-n", "4", "--temp", "0", "-t", "1")
+    expect(r.returncode == 0 and b"chatml (the model has no chat template)" in r.stderr,
+           f"--chat without a template falls back to ChatML ({r.returncode}: {r.stderr!r})")
     r = run(generate, "--temp", "banana")
     expect(r.returncode != 0 and r.stderr, "bad flag value is an error")
     r = run(generate, "--help")

@@ -63,7 +63,7 @@ TEST(EngineControl, StopStringsEndTheTextBeforeTheMatch) {
       c.wait();
     }
     const CompletionResult& r = c.wait();
-    EXPECT_EQ(r.finish, FinishReason::Stop);
+    EXPECT_EQ(r.finish, FinishReason::StopString);
     EXPECT_EQ(r.text, full.text.substr(0, full.text.find(stop))) << "stop '" << stop << "'";
     ASSERT_LT(r.generated_ids.size(), full.generated_ids.size());
     EXPECT_TRUE(std::equal(r.generated_ids.begin(), r.generated_ids.end(), full.generated_ids.begin()));
@@ -86,7 +86,7 @@ TEST(EngineControl, MaxTokensAndAFullContextEndWithLength) {
   EXPECT_EQ(results[0].finish, FinishReason::Length);
   EXPECT_EQ(results[0].generated_ids.size(), 5u);
   // Every position of the context is used; the last token is sampled, never fed.
-  EXPECT_EQ(results[1].finish, FinishReason::Length);
+  EXPECT_EQ(results[1].finish, FinishReason::ContextFull);
   EXPECT_EQ(results[1].generated_ids.size(), 64 - unbounded.prompt_ids.size() + 1);
   CpuForward forward(model, forward_options(1, 64));
   GenerateOptions o;
@@ -94,7 +94,7 @@ TEST(EngineControl, MaxTokensAndAFullContextEndWithLength) {
   o.sampling = unbounded.sampling;
   o.stop_at_eog = false;
   const auto expected = generate(model, forward, unbounded.prompt_ids, o);
-  EXPECT_EQ(expected.stop_reason, StopReason::ContextFull);
+  EXPECT_EQ(expected.finish, FinishReason::ContextFull);
   EXPECT_EQ(results[1].generated_ids, expected.generated_ids);
   EXPECT_EQ(results[1].text, expected.text);
 
@@ -165,7 +165,7 @@ TEST(EngineControl, EndOfGenerationStops) {
     }
     const CompletionResult& result = c.wait();
     if (stop_at_eog) {
-      EXPECT_EQ(result.finish, FinishReason::Stop);
+      EXPECT_EQ(result.finish, FinishReason::EndOfGeneration);
       EXPECT_EQ(result.generated_ids, before);
       EXPECT_EQ(c.events().size(), before.size());  // the end-of-text token is not sent
       EXPECT_EQ(result.text, text_before);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "lamina/model/forward.h"
 #include "lamina/model/generate.h"
@@ -116,7 +117,7 @@ TEST(Generate, StopStringsAndSeededSampling) {
   options.stop = {"Lily"};
   std::string streamed;
   const auto r = generate(*model, fwd, {1}, options, [&](std::string_view s) { streamed += s; });
-  EXPECT_EQ(r.stop_reason, StopReason::StopString);
+  EXPECT_EQ(r.finish, FinishReason::StopString);
   EXPECT_EQ(r.text, "Once upon a time, there was a little girl named ");
   EXPECT_EQ(streamed, r.text);
 
@@ -130,6 +131,51 @@ TEST(Generate, StopStringsAndSeededSampling) {
   sampled.sampling.seed = 43;
   const auto c = generate(*model, fwd, {1}, sampled);
   EXPECT_NE(a.generated_ids, c.generated_ids) << "another seed, other tokens";
+}
+
+// generate() refuses what the Engine refuses, with the same check, and ends
+// for the same reasons.
+TEST(Generate, RefusesWhatTheEngineRefusesAndNamesTheEnd) {
+  if (!fs::exists(kModels / "stories260K.gguf")) GTEST_SKIP() << "test data not found at " << kModels;
+  const auto model = Model::load(kModels / "stories260K.gguf");
+  CpuForward fwd(*model, {.n_ctx = 16, .n_threads = 1});
+  const auto options = greedy_options(4);
+  const int32_t n_vocab = static_cast<int32_t>(model->config().n_vocab);
+  EXPECT_THROW(generate(*model, fwd, {}, options), std::invalid_argument);
+  EXPECT_THROW(generate(*model, fwd, {1, n_vocab}, options), std::invalid_argument);
+  EXPECT_THROW(generate(*model, fwd, {1, -1}, options), std::invalid_argument);
+  EXPECT_THROW(generate(*model, fwd, std::vector<int32_t>(16, 1), options), std::invalid_argument);
+  auto other_slot = options;
+  other_slot.seq = 1;
+  EXPECT_THROW(generate(*model, fwd, {1}, other_slot), std::invalid_argument);
+
+  const auto four = generate(*model, fwd, {1}, options);
+  EXPECT_EQ(four.finish, FinishReason::Length);
+  EXPECT_EQ(four.generated_ids.size(), 4u);
+  auto none = options;
+  none.n_predict = 0;
+  const auto nothing = generate(*model, fwd, {1}, none);
+  EXPECT_EQ(nothing.finish, FinishReason::Length);
+  EXPECT_TRUE(nothing.generated_ids.empty());
+  auto unbounded = options;
+  unbounded.n_predict = -1;
+  unbounded.stop_at_eog = false;
+  const auto full = generate(*model, fwd, {1}, unbounded);
+  EXPECT_EQ(full.finish, FinishReason::ContextFull);
+  // Every position is used; the last token is sampled, never fed.
+  EXPECT_EQ(full.generated_ids.size(), 16u);
+  EXPECT_EQ(finish_reason_name(full.finish), "context");
+}
+
+// What on_text throws reaches the caller as it was thrown.
+TEST(Generate, ATextCallbackFailurePassesThrough) {
+  if (!fs::exists(kModels / "stories260K.gguf")) GTEST_SKIP() << "test data not found at " << kModels;
+  const auto model = Model::load(kModels / "stories260K.gguf");
+  CpuForward fwd(*model, {.n_ctx = 64, .n_threads = 1});
+  struct Full : std::runtime_error {
+    Full() : std::runtime_error("output full") {}
+  };
+  EXPECT_THROW(generate(*model, fwd, {1}, greedy_options(8), [](std::string_view) { throw Full(); }), Full);
 }
 
 }  // namespace

@@ -103,7 +103,7 @@ TEST(OpenAiResponse, ChatCompletionShape) {
 
 TEST(OpenAiResponse, TextCompletionShape) {
   const ResponseJson r =
-      completion_response(meta(Endpoint::Completions), result(model::FinishReason::Stop, "a time", {7}), nullptr);
+      completion_response(meta(Endpoint::Completions), result(model::FinishReason::StopString, "a time", {7}), nullptr);
   EXPECT_EQ(plain(r), json::parse(R"({
     "id": "cmpl-x", "object": "text_completion", "created": 1700000000, "model": "stories260K",
     "system_fingerprint": "lamina-test",
@@ -113,8 +113,10 @@ TEST(OpenAiResponse, TextCompletionShape) {
 }
 
 TEST(OpenAiResponse, FinishReasons) {
-  EXPECT_EQ(openai_finish_reason(model::FinishReason::Stop), "stop");
+  EXPECT_EQ(openai_finish_reason(model::FinishReason::EndOfGeneration), "stop");
+  EXPECT_EQ(openai_finish_reason(model::FinishReason::StopString), "stop");
   EXPECT_EQ(openai_finish_reason(model::FinishReason::Length), "length");
+  EXPECT_EQ(openai_finish_reason(model::FinishReason::ContextFull), "length");
 }
 
 TEST(OpenAiResponse, ChatStreamSequenceWithUsage) {
@@ -124,7 +126,7 @@ TEST(OpenAiResponse, ChatStreamSequenceWithUsage) {
   sse += enc.tokens(first);
   const std::vector<model::TokenEvent> held = {token(12, "")};
   EXPECT_EQ(enc.tokens(held), "");  // nothing to show yet
-  sse += enc.finish(result(model::FinishReason::Stop, "Once up", {10, 11, 12}));
+  sse += enc.finish(result(model::FinishReason::StopString, "Once up", {10, 11, 12}));
   const std::vector<json> e = events(sse);
   ASSERT_EQ(e.size(), 5u);
   for (std::size_t i = 0; i < 4; ++i) {
@@ -170,7 +172,7 @@ TEST(OpenAiResponse, StreamCarriesHeldBackTextBeforeTheFinishChunk) {
   std::string sse = enc.start();
   const std::vector<model::TokenEvent> t = {token(10, "Once up")};
   sse += enc.tokens(t);
-  model::CompletionResult r = result(model::FinishReason::Stop, "Once up to", {10, 11});
+  model::CompletionResult r = result(model::FinishReason::StopString, "Once up to", {10, 11});
   r.text_tail = " to";
   sse += enc.finish(r);
   const std::vector<json> e = events(sse);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "attention.h"
+#include "forward_limits.h"
 #include "latent_attention.h"
 #include "lamina/quant/kernels.h"
 #include "lamina/quant/reference.h"
@@ -66,10 +67,6 @@ struct CpuForward::State {
 
 namespace {
 
-uint32_t default_ctx(const ModelConfig& c) {
-  return c.n_ctx_train > 0 ? std::min<uint32_t>(c.n_ctx_train, 4096) : 4096;
-}
-
 int default_threads(int requested) {
   if (requested > 0) return requested;
   return std::max(1u, std::thread::hardware_concurrency());
@@ -83,7 +80,7 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
       w(m.weights()),
       options(o),
       pool(static_cast<std::size_t>(default_threads(o.n_threads))),
-      cache(c, {o.n_ctx ? o.n_ctx : default_ctx(c), o.n_seq, o.kv_type}),
+      cache(c, {context_size(c, o.n_ctx), o.n_seq, o.kv_type}),
       linear(pool, o.exact_activations),
       attention(static_cast<int>(pool.num_threads())),
       moe(c, o.max_batch),
@@ -147,20 +144,9 @@ void CpuForward::State::norm(const Vector& weight, const Vector& bias, const flo
 }
 
 void CpuForward::State::check(std::span<const TokenInput> batch) const {
-  for (const auto& t : batch) {
-    if (t.token < 0 || static_cast<uint32_t>(t.token) >= c.n_vocab)
-      throw ModelError("token id " + std::to_string(t.token) + " is outside the vocabulary (" +
-                       std::to_string(c.n_vocab) + ")");
-    if (t.pos >= cache.n_ctx())
-      throw ModelError("position " + std::to_string(t.pos) + " is past the context size " +
-                       std::to_string(cache.n_ctx()));
-    if (t.seq >= cache.n_seq())
-      throw ModelError("sequence " + std::to_string(t.seq) + " has no KV cache slot (" +
-                       std::to_string(cache.n_seq()) + " slots)");
-    if (w.position_embd && t.pos >= w.position_embd.n_out)
-      throw ModelError("position " + std::to_string(t.pos) + " is past the learned positions (" +
-                       std::to_string(w.position_embd.n_out) + ")");
-  }
+  BatchLimits limits{.n_vocab = c.n_vocab, .n_ctx = cache.n_ctx(), .n_seq = cache.n_seq()};
+  if (w.position_embd) limits.n_learned_positions = w.position_embd.n_out;
+  check_batch(batch, limits);
 }
 
 void CpuForward::State::embed(std::span<const TokenInput> batch) {

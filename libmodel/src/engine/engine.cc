@@ -12,6 +12,7 @@
 
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/step.h"
 
 namespace lamina::model {
 
@@ -52,7 +53,8 @@ struct Engine::State {
 
   // The engine thread's own.
   Scheduler scheduler;
-  std::vector<float> logits_row;
+  engine::StepSampling sampling;
+  std::vector<Sequence*> samplers;  // the current step's, in the order of its logits
   EngineStats counters;  // accumulated here, published under the mutex
   std::thread thread;
 };
@@ -60,33 +62,19 @@ struct Engine::State {
 Engine::State::State(const Model& m, Forward& f, const EngineOptions& o)
     : model(m), forward(f), options(o), n_ctx(f.n_ctx()), n_vocab(f.config().n_vocab),
       n_slots(f.n_seq()),
-      scheduler(f.n_seq(), o) {
+      scheduler(f.n_seq(), o),
+      sampling(f.config().n_vocab) {
   if (options.prefill_chunk == 0) throw std::invalid_argument("prefill_chunk must be positive");
   if (options.max_step_tokens < f.n_seq())
     throw std::invalid_argument("max_step_tokens (" + std::to_string(options.max_step_tokens) +
                                 ") must be at least the number of sequence slots (" + std::to_string(f.n_seq()) +
                                 ")");
-  logits_row.resize(n_vocab);
   counters.n_slots = f.n_seq();
   counters.kv_tokens_capacity = uint64_t{f.n_seq()} * n_ctx;
   stats = counters;
 }
 
-void Engine::State::validate(const CompletionRequest& request) const {
-  if (request.prompt_ids.empty()) throw std::invalid_argument("the prompt has no tokens");
-  if (request.prompt_ids.size() >= n_ctx)
-    throw std::invalid_argument("the prompt has " + std::to_string(request.prompt_ids.size()) +
-                                " tokens; the context holds " + std::to_string(n_ctx));
-  for (std::size_t i = 0; i < request.prompt_ids.size(); ++i) {
-    const int32_t id = request.prompt_ids[i];
-    if (id < 0 || static_cast<uint32_t>(id) >= n_vocab)
-      throw std::invalid_argument("prompt token " + std::to_string(i) + " has id " + std::to_string(id) +
-                                  ", outside the vocabulary (" + std::to_string(n_vocab) + ")");
-  }
-  if (request.top_logprobs > kMaxTopLogprobs)
-    throw std::invalid_argument("top_logprobs is " + std::to_string(request.top_logprobs) + "; at most " +
-                                std::to_string(kMaxTopLogprobs));
-}
+void Engine::State::validate(const CompletionRequest& request) const { engine::check_request(request, n_ctx, n_vocab); }
 
 bool Engine::State::take_work(std::vector<std::unique_ptr<Sequence>>& admitted,
                               std::vector<std::unique_ptr<Sequence>>& dropped, std::vector<RequestId>& cancels,
@@ -154,18 +142,11 @@ void Engine::State::run() {
 void Engine::State::step() {
   const std::span<const TokenInput> batch = scheduler.plan_step();
   if (batch.empty()) return;
-  // When every sequence wants the plain argmax, the forward pass picks the
-  // tokens (on a GPU only the ids come back); the same logits, the same ids.
-  bool argmax_only = true;
+  samplers.clear();
   for (const engine::StepEntry& entry : scheduler.step_entries())
-    if (entry.logits && !entry.sequence->needs_only_argmax()) argmax_only = false;
-  std::span<const float> logits;
-  std::vector<int32_t> ids;
+    if (entry.logits) samplers.push_back(entry.sequence);
   try {
-    if (argmax_only)
-      ids = forward.decode_greedy(batch);
-    else
-      logits = forward.decode(batch);
+    sampling.run(forward, batch, samplers);
   } catch (const std::exception& e) {
     scheduler.fail_step(std::string("forward pass failed: ") + e.what());
     return;
@@ -175,23 +156,10 @@ void Engine::State::step() {
   counters.last_step_tokens = static_cast<uint32_t>(batch.size());
 
   const Tokenizer& tokenizer = model.tokenizer();
-  std::size_t row = 0;
-  for (const engine::StepEntry& entry : scheduler.step_entries()) {
-    if (!entry.logits) continue;
-    Sequence& seq = *entry.sequence;
-    const uint32_t before = seq.n_generated();
-    try {
-      if (argmax_only) {
-        seq.on_argmax(ids.at(row++), tokenizer, n_ctx);
-      } else {
-        const auto src = logits.subspan(row++ * n_vocab, n_vocab);
-        logits_row.assign(src.begin(), src.end());
-        seq.on_logits(logits_row, tokenizer, n_ctx);
-      }
-    } catch (const std::exception& e) {
-      seq.finish(FinishReason::Error, e.what());
-    }
-    counters.generated_tokens_total += seq.n_generated() - before;
+  for (std::size_t i = 0; i < samplers.size(); ++i) {
+    const uint32_t before = samplers[i]->n_generated();
+    sampling.deliver(i, *samplers[i], tokenizer, n_ctx);
+    counters.generated_tokens_total += samplers[i]->n_generated() - before;
   }
 }
 
@@ -268,15 +236,5 @@ EngineStats Engine::stats() const {
 }
 
 uint32_t Engine::n_ctx() const { return state_->n_ctx; }
-
-std::string_view finish_reason_name(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::Cancelled: return "cancelled";
-    case FinishReason::Error: return "error";
-  }
-  return "?";
-}
 
 }  // namespace lamina::model

@@ -39,7 +39,6 @@ const Sequence& Scheduler::admit(std::unique_ptr<Sequence> sequence, Clock::time
   // a sequence's positions up to the current one.
   slot.tokens.resize(best_reuse);
   sequence->admit(static_cast<uint32_t>(best), static_cast<uint32_t>(best_reuse), now);
-  if (sequence->request().max_tokens == 0) sequence->finish(FinishReason::Length);
   active_.push_back(std::move(sequence));
   return *active_.back();
 }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <exception>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace lamina::model::engine {
@@ -14,6 +16,22 @@ double ms_between(Clock::time_point from, Clock::time_point to) {
 }
 
 }  // namespace
+
+void check_request(const CompletionRequest& request, uint32_t n_ctx, uint32_t n_vocab) {
+  if (request.prompt_ids.empty()) throw std::invalid_argument("the prompt has no tokens");
+  if (request.prompt_ids.size() >= n_ctx)
+    throw std::invalid_argument("the prompt has " + std::to_string(request.prompt_ids.size()) +
+                                " tokens; the context holds " + std::to_string(n_ctx) + " (ForwardOptions::n_ctx)");
+  for (std::size_t i = 0; i < request.prompt_ids.size(); ++i) {
+    const int32_t id = request.prompt_ids[i];
+    if (id < 0 || static_cast<uint32_t>(id) >= n_vocab)
+      throw std::invalid_argument("prompt token " + std::to_string(i) + " has id " + std::to_string(id) +
+                                  ", outside the vocabulary (" + std::to_string(n_vocab) + ")");
+  }
+  if (request.top_logprobs > kMaxTopLogprobs)
+    throw std::invalid_argument("top_logprobs is " + std::to_string(request.top_logprobs) + "; at most " +
+                                std::to_string(kMaxTopLogprobs));
+}
 
 Sequence::Sequence(Engine::RequestId id, CompletionRequest request, CompletionCallbacks callbacks,
                    Clock::time_point submitted)
@@ -32,6 +50,7 @@ void Sequence::admit(uint32_t slot, uint32_t cached, Clock::time_point now) {
   n_fed_ = cached;
   queue_ms_ = ms_between(submitted_, now);
   admitted_ = true;
+  if (request_.max_tokens == 0) finish(FinishReason::Length);
 }
 
 int32_t Sequence::token_at(uint32_t pos) const {
@@ -48,9 +67,10 @@ void Sequence::on_argmax(int32_t id, const Tokenizer& tokenizer, uint32_t n_ctx)
 
 void Sequence::take(int32_t id, std::span<const float> logits, const Tokenizer& tokenizer, uint32_t n_ctx) {
   if (!text_gen_) text_gen_.emplace(tokenizer, request_.prompt_ids, request_.skip_special_tokens, request_.stop);
+  // Ends for `reason` unless the text held back completes a stop string.
+  auto end = [&](FinishReason reason) { finish(text_gen_->finish(text_) ? FinishReason::StopString : reason); };
   if (request_.stop_at_eog && tokenizer.is_eog(id)) {
-    text_gen_->finish(text_);
-    finish(FinishReason::Stop);
+    end(FinishReason::EndOfGeneration);
     return;
   }
   if (generated_.empty()) first_token_ms_ = ms_between(submitted_, Clock::now());
@@ -61,12 +81,12 @@ void Sequence::take(int32_t id, std::span<const float> logits, const Tokenizer& 
   generated_.push_back(id);
   sampler_.accept(id);
   if (text_gen_->append(id, text_)) {
-    finish(FinishReason::Stop);
+    finish(FinishReason::StopString);
   } else if (request_.max_tokens >= 0 && generated_.size() >= static_cast<std::size_t>(request_.max_tokens)) {
-    finish(text_gen_->finish(text_) ? FinishReason::Stop : FinishReason::Length);
+    end(FinishReason::Length);
   } else if (n_fed_ >= n_ctx) {
     // The new token would need a position past the end of the slot.
-    finish(text_gen_->finish(text_) ? FinishReason::Stop : FinishReason::Length);
+    end(FinishReason::ContextFull);
   }
   emit(event, finish_.has_value());
 }
@@ -144,3 +164,19 @@ void Sequence::report() {
 }
 
 }  // namespace lamina::model::engine
+
+namespace lamina::model {
+
+std::string_view finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::EndOfGeneration: return "eog";
+    case FinishReason::StopString: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::ContextFull: return "context";
+    case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::Error: return "error";
+  }
+  return "?";
+}
+
+}  // namespace lamina::model

@@ -1,6 +1,7 @@
-// One request inside the engine: its tokens and KV positions, its own seeded
-// sampler, the stop-string filter for its streamed text, and the result it
-// reports when it ends. Lives on the engine thread only.
+// One request: its tokens and KV positions, its own seeded sampler, the
+// stop-string filter for its streamed text, why it ends, and the result it
+// reports. The Engine runs many on its thread; generate() runs one on the
+// caller's. Not shared between threads.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +21,11 @@ namespace lamina::model::engine {
 
 using Clock = std::chrono::steady_clock;
 
+// Throws std::invalid_argument for a request that can never run in a context of
+// `n_ctx` positions with `n_vocab` token ids: an empty prompt, one not shorter
+// than the context, an id outside the vocabulary, too many top log-probabilities.
+void check_request(const CompletionRequest& request, uint32_t n_ctx, uint32_t n_vocab);
+
 class Sequence {
  public:
   Sequence(Engine::RequestId id, CompletionRequest request, CompletionCallbacks callbacks, Clock::time_point submitted);
@@ -28,7 +34,8 @@ class Sequence {
   const CompletionRequest& request() const { return request_; }
   uint32_t prompt_size() const { return static_cast<uint32_t>(request_.prompt_ids.size()); }
 
-  // Takes KV slot `slot`, whose first `cached` positions already hold this prompt's tokens.
+  // Takes KV slot `slot`, whose first `cached` positions already hold this
+  // prompt's tokens. A request for no tokens ends here (Length).
   void admit(uint32_t slot, uint32_t cached, Clock::time_point now);
   uint32_t slot() const { return slot_; }
   uint32_t cached_prompt() const { return cached_prompt_; }

@@ -5,6 +5,7 @@
 
 #include "jinja/text.h"
 #include "lamina/model/chat_template.h"
+#include "utf8.h"
 
 namespace lamina::model::jinja {
 namespace {
@@ -89,7 +90,7 @@ class Lexer {
       if (src_[i] == '\n') {
         ++located_.line;
         located_.column = 1;
-      } else if ((static_cast<unsigned char>(src_[i]) & 0xC0) != 0x80) {
+      } else if (!utf8::is_continuation(static_cast<unsigned char>(src_[i]))) {
         ++located_.column;
       }
     }

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "jinja/value.h"
+#include "utf8.h"
 
 namespace lamina::model::jinja::text {
 namespace {
@@ -17,39 +18,10 @@ namespace {
 constexpr char32_t kEscapedByteBase = 0xDC00;
 
 std::size_t decode_one(std::string_view s, std::size_t i, char32_t& out) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) {
-    out = b0;
-    return 1;
-  }
-  int len = 0;
-  char32_t cp = 0;
-  char32_t min = 0;
-  if ((b0 & 0xE0) == 0xC0) {
-    len = 2, cp = b0 & 0x1F, min = 0x80;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    len = 3, cp = b0 & 0x0F, min = 0x800;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    len = 4, cp = b0 & 0x07, min = 0x10000;
-  }
-  if (len == 0 || i + static_cast<std::size_t>(len) > s.size()) {
-    out = kEscapedByteBase + b0;
-    return 1;
-  }
-  for (int k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
-    if ((b & 0xC0) != 0x80) {
-      out = kEscapedByteBase + b0;
-      return 1;
-    }
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    out = kEscapedByteBase + b0;
-    return 1;
-  }
-  out = cp;
-  return static_cast<std::size_t>(len);
+  const std::size_t len = utf8::decode_at(s, i, out, utf8::Check::Strict);
+  if (len > 0) return len;
+  out = kEscapedByteBase + static_cast<unsigned char>(s[i]);
+  return 1;
 }
 
 bool is_escaped_byte(char32_t c) { return c >= kEscapedByteBase + 0x80 && c <= kEscapedByteBase + 0xFF; }
@@ -115,23 +87,10 @@ std::u32string decode(std::string_view s) {
 }
 
 void append_utf8(std::string& out, char32_t c) {
-  if (is_escaped_byte(c)) {
+  if (is_escaped_byte(c))
     out.push_back(static_cast<char>(c - kEscapedByteBase));
-  } else if (c < 0x80) {
-    out.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
+  else
+    utf8::append(out, c);
 }
 
 std::string encode(std::u32string_view code_points) {

@@ -5,6 +5,7 @@
 #include "tokenizer/encoders.h"
 #include "tokenizer/metadata.h"
 #include "tokenizer/unicode.h"
+#include "utf8.h"
 
 namespace lamina::model::detail {
 
@@ -83,7 +84,7 @@ void BpeModel::encode_word(const Vocabulary& vocab, std::string_view word,
   std::vector<BpeSymbol> symbols;
   for (std::size_t pos = 0; pos < word.size();) {
     const std::size_t n =
-        std::min(utf8_length_from_lead(static_cast<unsigned char>(word[pos])), word.size() - pos);
+        std::min(utf8::length_from_lead(static_cast<unsigned char>(word[pos])), word.size() - pos);
     push_symbol(symbols, piece_id(vocab, word.substr(pos, n)), static_cast<uint32_t>(pos), static_cast<uint32_t>(n));
     pos += n;
   }

@@ -9,6 +9,7 @@
 
 #include "lamina/model/tokenizer.h"
 #include "tokenizer/unicode.h"
+#include "utf8.h"
 
 namespace lamina::model::detail {
 
@@ -149,7 +150,7 @@ void Regex::find_all(std::string_view text, std::vector<ByteRange>& out) const {
     const std::size_t end = ovector[1];
     if (end == begin) {
       if (begin >= text.size()) break;
-      pos = std::min(text.size(), begin + utf8_length_from_lead(static_cast<unsigned char>(text[begin])));
+      pos = std::min(text.size(), begin + utf8::length_from_lead(static_cast<unsigned char>(text[begin])));
       continue;
     }
     out.push_back({begin, end});

@@ -3,6 +3,7 @@
 
 #include "tokenizer/encoders.h"
 #include "tokenizer/unicode.h"
+#include "utf8.h"
 
 namespace lamina::model::detail {
 
@@ -38,7 +39,7 @@ void encode_sentencepiece(const Vocabulary& vocab, std::string_view text,
   symbols.reserve(text.size());
   for (std::size_t pos = 0; pos < text.size();) {
     const std::size_t n =
-        std::min(utf8_length_from_lead(static_cast<unsigned char>(text[pos])), text.size() - pos);
+        std::min(utf8::length_from_lead(static_cast<unsigned char>(text[pos])), text.size() - pos);
     const auto index = static_cast<int32_t>(symbols.size());
     symbols.push_back(Symbol{static_cast<uint32_t>(pos), static_cast<uint32_t>(n), index - 1,
                              pos + n == text.size() ? -1 : index + 1});

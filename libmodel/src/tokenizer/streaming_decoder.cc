@@ -1,5 +1,5 @@
 #include "lamina/model/tokenizer.h"
-#include "tokenizer/unicode.h"
+#include "utf8.h"
 
 namespace lamina::model {
 
@@ -9,16 +9,7 @@ namespace {
 // or (for decoders that replace broken sequences) on a replacement character.
 bool ends_unfinished(std::string_view text) {
   constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
-  if (text.ends_with(kReplacement)) return true;
-  const std::size_t n = text.size();
-  // A sequence is at most 4 bytes: look back for its lead byte among the last 3.
-  for (std::size_t back = 1; back <= 3 && back <= n; ++back) {
-    const auto b = static_cast<unsigned char>(text[n - back]);
-    if ((b & 0xC0) == 0x80) continue;  // continuation byte: keep looking
-    if (b < 0xC0 || b >= 0xF8) return false;  // ASCII, or a byte that never starts a sequence
-    return detail::utf8_length_from_lead(b) > back;
-  }
-  return false;
+  return text.ends_with(kReplacement) || utf8::complete_prefix(text) < text.size();
 }
 
 }  // namespace

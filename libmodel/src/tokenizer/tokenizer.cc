@@ -11,6 +11,7 @@
 #include "tokenizer/special_tokens.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocabulary.h"
+#include "utf8.h"
 
 namespace lamina::model {
 
@@ -39,7 +40,7 @@ std::string decode_byte_level(std::string_view text) {
     if (byte >= 0) {
       out += static_cast<char>(byte);
     } else {
-      detail::append_utf8(out, cp);
+      utf8::append(out, cp);
     }
   }
   return out;

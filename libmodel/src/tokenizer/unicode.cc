@@ -1,5 +1,7 @@
 #include "tokenizer/unicode.h"
 
+#include "utf8.h"
+
 #include <utf8proc.h>
 
 #include <array>
@@ -8,41 +10,6 @@
 namespace lamina::model::detail {
 
 namespace {
-
-bool is_continuation(unsigned char b) { return (b & 0xC0) == 0x80; }
-
-// Decodes one sequence at `pos`; returns its length, or 0 when malformed. Only the
-// structure is checked (as the reference does), not overlongs or surrogates.
-std::size_t decode_one(std::string_view text, std::size_t pos, char32_t& cp) {
-  const auto b0 = static_cast<unsigned char>(text[pos]);
-  const std::size_t n = text.size() - pos;
-  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[pos + i]); };
-  if (b0 < 0x80) {
-    cp = b0;
-    return 1;
-  }
-  if (b0 < 0xC0) return 0;
-  if (b0 < 0xE0) {
-    if (n < 2 || !is_continuation(byte(1))) return 0;
-    cp = (char32_t{b0 & 0x1Fu} << 6) | (byte(1) & 0x3Fu);
-    return 2;
-  }
-  if (b0 < 0xF0) {
-    if (n < 3 || !is_continuation(byte(1)) || !is_continuation(byte(2))) return 0;
-    cp = (char32_t{b0 & 0x0Fu} << 12) | (char32_t{byte(1) & 0x3Fu} << 6) | (byte(2) & 0x3Fu);
-    return 3;
-  }
-  if (b0 < 0xF8) {
-    if (n < 4 || !is_continuation(byte(1)) || !is_continuation(byte(2)) ||
-        !is_continuation(byte(3))) {
-      return 0;
-    }
-    cp = (char32_t{b0 & 0x07u} << 18) | (char32_t{byte(1) & 0x3Fu} << 12) |
-         (char32_t{byte(2) & 0x3Fu} << 6) | (byte(3) & 0x3Fu);
-    return 4;
-  }
-  return 0;
-}
 
 struct ByteMapping {
   std::array<std::string, 256> to_unicode;
@@ -60,7 +27,7 @@ ByteMapping make_byte_mapping() {
   char32_t next = 0x100;
   for (int b = 0; b < 256; ++b) {
     const char32_t cp = keeps_itself(b) ? static_cast<char32_t>(b) : next++;
-    append_utf8(m.to_unicode[b], cp);
+    utf8::append(m.to_unicode[b], cp);
     m.to_byte[cp] = static_cast<int16_t>(b);
   }
   return m;
@@ -79,7 +46,7 @@ std::vector<char32_t> decode_utf8_lossy(std::string_view text) {
   std::size_t pos = 0;
   while (pos < text.size()) {
     char32_t cp = 0;
-    const std::size_t n = decode_one(text, pos, cp);
+    const std::size_t n = utf8::decode_at(text, pos, cp, utf8::Check::Structure);
     if (n == 0) {
       out.push_back(kReplacementChar);
       ++pos;
@@ -91,33 +58,15 @@ std::vector<char32_t> decode_utf8_lossy(std::string_view text) {
   return out;
 }
 
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | ((cp >> 18) & 0x07)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 std::string sanitize_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   std::size_t pos = 0;
   while (pos < text.size()) {
     char32_t cp = 0;
-    const std::size_t n = decode_one(text, pos, cp);
+    const std::size_t n = utf8::decode_at(text, pos, cp, utf8::Check::Structure);
     if (n == 0) {
-      append_utf8(out, kReplacementChar);
+      utf8::append(out, kReplacementChar);
       ++pos;
     } else {
       out.append(text.substr(pos, n));

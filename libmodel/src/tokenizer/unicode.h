@@ -12,19 +12,9 @@ namespace lamina::model::detail {
 
 inline constexpr char32_t kReplacementChar = 0xFFFD;
 
-// Length of the UTF-8 sequence a byte starts, judged by its high bits alone
-// (a stray continuation byte counts as 1), as the reference tokenizers split text.
-inline std::size_t utf8_length_from_lead(unsigned char lead) {
-  if (lead < 0xC0) return 1;
-  if (lead < 0xE0) return 2;
-  if (lead < 0xF0) return 3;
-  return 4;
-}
-
-// Decodes UTF-8; every byte that does not start a complete sequence becomes U+FFFD and
-// decoding resumes at the next byte.
+// Decodes UTF-8 (utf8::Check::Structure); every byte that does not start a complete
+// sequence becomes U+FFFD and decoding resumes at the next byte.
 std::vector<char32_t> decode_utf8_lossy(std::string_view text);
-void append_utf8(std::string& out, char32_t cp);
 // `text` with each malformed byte replaced by U+FFFD (see decode_utf8_lossy).
 std::string sanitize_utf8(std::string_view text);
 

@@ -2,6 +2,7 @@
 
 #include "tokenizer/encoders.h"
 #include "tokenizer/unicode.h"
+#include "utf8.h"
 
 namespace lamina::model::detail {
 
@@ -32,10 +33,10 @@ std::vector<std::string> split_words(const Vocabulary& vocab, std::string_view t
     if (vocab.lowercase) cp = to_lower(cp);
     if (c.punctuation || (cp < 0x7F && c.symbol) || is_cjk_ideograph(cp)) {
       if (!words.back().empty()) words.emplace_back();
-      append_utf8(words.back(), cp);
+      utf8::append(words.back(), cp);
       words.emplace_back();
     } else {
-      append_utf8(words.back(), cp);
+      utf8::append(words.back(), cp);
     }
   }
   if (words.back().empty()) words.pop_back();

@@ -45,7 +45,17 @@ struct LAMINA_MODEL_API CompletionRequest {
 
 inline constexpr int32_t kMaxTopLogprobs = 20;
 
-enum class FinishReason { Stop, Length, Cancelled, Error };
+// Why a generation ended; the one vocabulary of generate() and the Engine.
+// OpenAI's API folds these into "stop" (EndOfGeneration, StopString) and
+// "length" (Length, ContextFull); finish_reason_name() keeps them apart.
+enum class FinishReason {
+  EndOfGeneration,  // an end-of-generation token came (it is not part of the output)
+  StopString,       // a stop string completed (it is cut from the text)
+  Length,           // max_tokens were generated
+  ContextFull,      // the next token would need a position past the context
+  Cancelled,
+  Error,
+};
 
 struct LAMINA_MODEL_API TokenLogprob {
   int32_t id = 0;
@@ -128,6 +138,7 @@ class LAMINA_MODEL_API Engine {
   std::unique_ptr<State> state_;
 };
 
-LAMINA_MODEL_API std::string_view finish_reason_name(FinishReason reason);  // "stop", "length", "cancelled", "error"
+// "eog", "stop", "length", "context", "cancelled", "error".
+LAMINA_MODEL_API std::string_view finish_reason_name(FinishReason reason);
 
 }  // namespace lamina::model

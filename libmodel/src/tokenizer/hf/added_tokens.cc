@@ -1,6 +1,7 @@
 #include "tokenizer/hf/added_tokens.h"
 
 #include "tokenizer/unicode.h"
+#include "utf8.h"
 
 namespace lamina::model::detail::hf {
 
@@ -10,13 +11,13 @@ namespace {
 std::optional<char32_t> last_char(std::string_view text) {
   if (text.empty()) return std::nullopt;
   std::size_t begin = text.size() - 1;
-  while (begin > 0 && text.size() - begin < 4 && (static_cast<unsigned char>(text[begin]) & 0xC0) == 0x80) --begin;
+  while (begin > 0 && text.size() - begin < 4 && utf8::is_continuation(static_cast<unsigned char>(text[begin]))) --begin;
   const std::vector<char32_t> cps = decode_utf8_lossy(text.substr(begin));
   return cps.empty() ? std::nullopt : std::optional<char32_t>(cps.back());
 }
 std::optional<char32_t> first_char(std::string_view text) {
   if (text.empty()) return std::nullopt;
-  const std::vector<char32_t> cps = decode_utf8_lossy(text.substr(0, utf8_length_from_lead(static_cast<unsigned char>(text[0]))));
+  const std::vector<char32_t> cps = decode_utf8_lossy(text.substr(0, utf8::length_from_lead(static_cast<unsigned char>(text[0]))));
   return cps.empty() ? std::nullopt : std::optional<char32_t>(cps.front());
 }
 
@@ -32,7 +33,7 @@ std::size_t trailing_space_start(std::string_view text) {
   std::size_t pos = text.size();
   while (pos > 0) {
     std::size_t begin = pos - 1;
-    while (begin > 0 && (static_cast<unsigned char>(text[begin]) & 0xC0) == 0x80) --begin;
+    while (begin > 0 && utf8::is_continuation(static_cast<unsigned char>(text[begin]))) --begin;
     const std::vector<char32_t> cps = decode_utf8_lossy(text.substr(begin, pos - begin));
     if (cps.size() != 1 || !is_whitespace(cps[0])) break;
     pos = begin;
@@ -42,7 +43,7 @@ std::size_t trailing_space_start(std::string_view text) {
 std::size_t leading_space_end(std::string_view text) {
   std::size_t pos = 0;
   while (pos < text.size()) {
-    const std::size_t n = std::min(utf8_length_from_lead(static_cast<unsigned char>(text[pos])), text.size() - pos);
+    const std::size_t n = std::min(utf8::length_from_lead(static_cast<unsigned char>(text[pos])), text.size() - pos);
     const std::vector<char32_t> cps = decode_utf8_lossy(text.substr(pos, n));
     if (cps.size() != 1 || !is_whitespace(cps[0])) break;
     pos += n;

@@ -7,6 +7,7 @@
 #include "tokenizer/bpe_merge.h"
 #include "tokenizer/hf/models.h"
 #include "tokenizer/unicode.h"
+#include "utf8.h"
 
 namespace lamina::model::detail::hf {
 
@@ -100,7 +101,7 @@ class Bpe final : public Model {
     };
     std::string piece;
     for (std::size_t pos = 0; pos < word.size();) {
-      const std::size_t n = std::min(utf8_length_from_lead(static_cast<unsigned char>(word[pos])), word.size() - pos);
+      const std::size_t n = std::min(utf8::length_from_lead(static_cast<unsigned char>(word[pos])), word.size() - pos);
       piece.clear();
       if (pos > 0) piece += prefix_;
       piece.append(word.substr(pos, n));

@@ -2,6 +2,7 @@
 #include "tokenizer/hf/pipeline.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/unicode.h"
+#include "utf8.h"
 
 namespace lamina::model::detail::hf {
 
@@ -95,7 +96,7 @@ class StripDecoder final : public Decoder {
       for (std::size_t i = 0; !mode.continuation && i < start_ && begin < end && cps[begin] == content_; ++i) ++begin;
       for (std::size_t i = 0; i < stop_ && end > begin && cps[end - 1] == content_; ++i) --end;
       std::string out;
-      for (std::size_t i = begin; i < end; ++i) append_utf8(out, cps[i]);
+      for (std::size_t i = begin; i < end; ++i) utf8::append(out, cps[i]);
       t = std::move(out);
     }
   }

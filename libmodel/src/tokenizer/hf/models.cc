@@ -5,6 +5,7 @@
 
 #include "tokenizer/hf/models.h"
 #include "tokenizer/unicode.h"
+#include "utf8.h"
 
 namespace lamina::model::detail::hf {
 
@@ -17,7 +18,7 @@ int32_t required_token(const VocabTable& vocab, const std::string& text, std::st
 }
 
 std::size_t char_length(std::string_view text, std::size_t pos) {
-  return std::min(utf8_length_from_lead(static_cast<unsigned char>(text[pos])), text.size() - pos);
+  return std::min(utf8::length_from_lead(static_cast<unsigned char>(text[pos])), text.size() - pos);
 }
 
 // Greedy longest match from the left, with the prefix on pieces after the first; a

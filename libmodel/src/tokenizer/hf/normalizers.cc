@@ -5,6 +5,7 @@
 #include "tokenizer/hf/precompiled.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/unicode.h"
+#include "utf8.h"
 
 namespace lamina::model::detail::hf {
 
@@ -18,7 +19,7 @@ void append_lower(std::string& out, char32_t cp) {
     out += "i\xCC\x87";
     return;
   }
-  append_utf8(out, to_lower(cp));
+  utf8::append(out, to_lower(cp));
 }
 
 std::string lowercase(std::string_view text) {
@@ -34,7 +35,7 @@ std::string filter_map(std::string_view text, const std::function<bool(char32_t)
   std::string out;
   out.reserve(text.size());
   for (char32_t cp : decode_utf8_lossy(text)) {
-    if (keep(cp)) append_utf8(out, map ? map(cp) : cp);
+    if (keep(cp)) utf8::append(out, map ? map(cp) : cp);
   }
   return out;
 }
@@ -62,7 +63,7 @@ class Strip final : public Normalizer {
     while (left_ && begin < end && is_whitespace(cps[begin])) ++begin;
     while (right_ && end > begin && is_whitespace(cps[end - 1])) --end;
     std::string out;
-    for (std::size_t i = begin; i < end; ++i) append_utf8(out, cps[i]);
+    for (std::size_t i = begin; i < end; ++i) utf8::append(out, cps[i]);
     text = std::move(out);
   }
 
@@ -129,10 +130,10 @@ class BertNormalizer final : public Normalizer {
       for (char32_t cp : decode_utf8_lossy(text)) {
         if (is_chinese_char(cp)) {
           out += ' ';
-          append_utf8(out, cp);
+          utf8::append(out, cp);
           out += ' ';
         } else {
-          append_utf8(out, cp);
+          utf8::append(out, cp);
         }
       }
       text = std::move(out);

@@ -11,6 +11,7 @@
 #include "tokenizer/hf/pipeline.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/unicode.h"
+#include "utf8.h"
 
 namespace lamina::model::detail::hf {
 
@@ -103,7 +104,7 @@ std::vector<MatchPiece> char_matches(std::string_view text, const std::function<
   std::vector<MatchPiece> out;
   std::size_t pos = 0, gap = 0;
   while (pos < text.size()) {
-    const std::size_t n = std::min(utf8_length_from_lead(static_cast<unsigned char>(text[pos])), text.size() - pos);
+    const std::size_t n = std::min(utf8::length_from_lead(static_cast<unsigned char>(text[pos])), text.size() - pos);
     const std::vector<char32_t> cp = decode_utf8_lossy(text.substr(pos, n));
     if (!cp.empty() && is_delimiter(cp[0])) {
       if (gap < pos) out.push_back({{gap, pos}, false});
@@ -236,7 +237,7 @@ class UnicodeScripts final : public PreTokenizer {
       std::optional<int> last;
       std::size_t offset = 0;
       for (std::size_t pos = 0; pos < text.size();) {
-        const std::size_t n = std::min(utf8_length_from_lead(static_cast<unsigned char>(text[pos])), text.size() - pos);
+        const std::size_t n = std::min(utf8::length_from_lead(static_cast<unsigned char>(text[pos])), text.size() - pos);
         const std::vector<char32_t> cp = decode_utf8_lossy(text.substr(pos, n));
         const std::optional<int> script = script_of(cp.empty() ? U'\uFFFD' : cp[0]);
         if (script && last != script) starts.push_back(offset);

@@ -6,6 +6,7 @@
 
 #include "lamina/model/tokenizer.h"
 #include "tokenizer/unicode.h"
+#include "utf8.h"
 
 namespace lamina::model::detail::hf {
 
@@ -95,7 +96,7 @@ std::string PrecompiledCharsMap::normalize(std::string_view text) const {
   std::string encoded;
   for (char32_t cp : cps) {
     starts.push_back(encoded.size());
-    append_utf8(encoded, cp);
+    utf8::append(encoded, cp);
   }
   starts.push_back(encoded.size());
   std::size_t first = 0;

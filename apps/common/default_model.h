@@ -8,7 +8,7 @@
 #include <string>
 #include <system_error>
 
-namespace lamina::generate_app {
+namespace lamina::apps {
 
 inline std::string default_model_path() {
   const std::filesystem::path installed = LAMINA_INSTALLED_MODEL;
@@ -24,4 +24,4 @@ inline std::string default_model_path() {
                            " and for " + installed.filename().string() + " beside the program)");
 }
 
-}  // namespace lamina::generate_app
+}  // namespace lamina::apps

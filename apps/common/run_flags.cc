@@ -1,0 +1,104 @@
+#include "run_flags.h"
+
+#include <array>
+#include <stdexcept>
+#include <utility>
+
+namespace lamina::apps {
+
+void add_run_flags(CLI::App& app, RunFlags& f, unsigned which) {
+  if (which & kCtxSizeFlag)
+    app.add_option("-c,--ctx-size", f.n_ctx, "context per sequence (0: the model's, at most 4096)")
+        ->check(CLI::Range(0, 1 << 24));
+  if (which & kThreadsFlag) app.add_option("-t,--threads", f.n_threads, "compute threads (0: all)")->check(CLI::Range(0, 1024));
+  app.add_option("-b,--batch-size", f.batch_size, "tokens per forward step")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  app.add_option("--kv-type", f.kv_type, "KV cache type")->check(CLI::IsMember({"f32", "f16"}))->capture_default_str();
+  app.add_option("--device", f.device, "compute device: cpu, cuda or auto (cuda when it works)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str();
+  app.add_option("--gpu", f.gpu_index, "CUDA device index")->check(CLI::Range(0, 64));
+  app.add_flag("!--no-parity-check", f.parity_check, "skip the CPU/GPU comparison at load");
+  app.add_flag("!--no-pack", f.pack_weights,
+               "CPU: run the weights in the file's layout instead of packing them at load for faster kernels");
+  if (which & kCudaTuningFlags) {
+    app.add_option("--parity-min-cosine", f.parity_min_cosine,
+                   "logits cosine the GPU must reach against the CPU at load (default: 0.9999 for float weights, "
+                   "0.99 for quantized)")
+        ->check(CLI::Range(0.0, 1.0));
+    app.add_flag("!--no-cuda-graphs", f.cuda_graphs, "launch the GPU decode step eagerly instead of as a CUDA graph");
+  }
+}
+
+model::ForwardOptions forward_options(const RunFlags& f, uint32_t n_seq) {
+  model::ForwardOptions fo;
+  fo.n_ctx = f.n_ctx;
+  fo.n_seq = n_seq;
+  fo.n_threads = f.n_threads;
+  fo.max_batch = f.batch_size;
+  fo.pack_weights = f.pack_weights;
+  fo.kv_type = f.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
+  return fo;
+}
+
+model::GpuOptions gpu_options(const RunFlags& f) {
+  model::GpuOptions gpu;
+  gpu.device = f.gpu_index;
+  gpu.parity_check = f.parity_check;
+  gpu.parity_min_cosine = f.parity_min_cosine;
+  gpu.use_graphs = f.cuda_graphs;
+  return gpu;
+}
+
+// The flag's check admits only names parse_device knows.
+model::Device device(const RunFlags& f) { return model::parse_device(f.device).value(); }
+
+void add_sampling_flags(CLI::App& app, model::SamplerOptions& s, bool server_defaults) {
+  const std::string what = server_defaults ? "default " : "";
+  if (!server_defaults) app.add_option("-s,--seed", s.seed, "random seed");
+  // OpenAI's API takes temperatures up to 2.
+  app.add_option("--temp", s.temperature, what + "temperature (0: greedy)")
+      ->check(CLI::Range(0.0, server_defaults ? 2.0 : 100.0))
+      ->capture_default_str();
+  app.add_option("--top-k", s.top_k, what + "top-k (0: off)")->check(CLI::Range(0, 1 << 30))->capture_default_str();
+  app.add_option("--top-p", s.top_p, what + "top-p (1: off)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--min-p", s.min_p, what + "min-p (0: off)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--repeat-penalty", s.repeat_penalty, what + "repetition penalty (1: off)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  if (server_defaults) return;
+  app.add_option("--presence-penalty", s.presence_penalty, "presence penalty (0: off)");
+  app.add_option("--frequency-penalty", s.frequency_penalty, "frequency penalty (0: off)");
+  app.add_option("--repeat-last-n", s.repeat_last_n, "tokens the penalties look back at (-1: all)")
+      ->check(CLI::Range(-1, 1 << 30));
+}
+
+void add_chat_template_flag(CLI::App& app, std::string& family) {
+  app.add_option("--chat-template", family,
+                 "chat format instead of the model's template: chatml, llama2, llama3, mistral, phi3, gemma");
+}
+
+model::ChatPrompt chat_prompt(const model::Model& model, const std::string& family) {
+  try {
+    return model::ChatPrompt(model, family);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--chat-template: ") + e.what());
+  }
+}
+
+std::string flag_message(std::string_view message) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kFlags{{
+      {"ForwardOptions::n_ctx", "--ctx-size"},
+      {"GpuOptions::parity_check = false", "--no-parity-check"},
+      {"LoadOptions::quantize", "--quantize"},
+  }};
+  std::string out(message);
+  for (const auto& [field, flag] : kFlags) {
+    for (std::size_t at = out.find(field); at != std::string::npos; at = out.find(field, at + flag.size()))
+      out.replace(at, field.size(), flag);
+  }
+  return out;
+}
+
+}  // namespace lamina::apps

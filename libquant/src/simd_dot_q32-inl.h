@@ -60,10 +60,7 @@ HWY_INLINE void AccumulateSigned(const I8x32& w, float d, const ActRow& a, size_
 
 // Q5 values: nibble | (bit j of qh) << 4.
 HWY_INLINE U8x32 UnpackQ5(const uint8_t* qs, const uint8_t* qh) {
-  U8x32 u = UnpackNibbles16(qs);
-  const U8x32 high = ExpandBits32(qh, 0x10);
-  for (size_t i = 0; i < kParts; ++i) u.part[i] = hn::Or(u.part[i], high.part[i]);
-  return u;
+  return OrBytes(UnpackNibbles16(qs), ExpandBits32(qh, 0x10));
 }
 
 }  // namespace q32

@@ -109,11 +109,13 @@ HWY_INLINE void DotRowsTile(const float* HWY_RESTRICT a, const typename Rows::T*
       sums[r] = hn::MulAdd(x, hn::Load(df, row_tail), sums[r]);
     }
   }
+#if HWY_TARGET != HWY_SCALAR  // one lane (which has no ConcatEven) holds one row's sum already
   for (size_t width = N; width > 1; width /= 2) {
     for (size_t j = 0; j < width / 2; ++j) {
       sums[j] = hn::Add(hn::ConcatEven(df, sums[2 * j + 1], sums[2 * j]), hn::ConcatOdd(df, sums[2 * j + 1], sums[2 * j]));
     }
   }
+#endif
   if (n_rows == N) {
     hn::StoreU(sums[0], df, out);
   } else {

@@ -66,9 +66,18 @@ HWY_INLINE U8x32 UnpackNibbles16(const uint8_t* HWY_RESTRICT qs) {
 }
 
 // Bit i of the 32-bit little-endian word at `bits` set -> byte i is `value`.
+// Eight bits at a time, without a branch: a multiply copies the byte into
+// all 8 bytes of a word, the mask keeps bit j in byte j, adding 0x7F per
+// byte carries a set bit into the byte's top bit (never into the next
+// byte), and that bit times `value` is the byte's result.
 HWY_INLINE U8x32 ExpandBits32(const uint8_t* HWY_RESTRICT bits, uint8_t value) {
   U8x32 v;
-  for (size_t i = 0; i < 32; ++i) v.v[i] = ((bits[i / 8] >> (i % 8)) & 1) != 0 ? value : 0;
+  for (size_t byte = 0; byte < 4; ++byte) {
+    const uint64_t spread = (uint64_t{bits[byte]} * 0x0101010101010101u) & 0x8040201008040201u;
+    const uint64_t ones = ((spread + 0x7F7F7F7F7F7F7F7Fu) >> 7) & 0x0101010101010101u;
+    const uint64_t values = ones * value;
+    for (size_t j = 0; j < 8; ++j) v.v[8 * byte + j] = static_cast<uint8_t>(values >> (8 * j));
+  }
   return v;
 }
 
@@ -121,7 +130,7 @@ HWY_INLINE U8x32 OrBytes(const U8x32& a, const U8x32& b) {
 // `value` where bit `bit` of the byte is set, else 0.
 HWY_INLINE U8x32 BitToValue(const U8x32& v, int bit, uint8_t value) {
   U8x32 r;
-  for (size_t i = 0; i < 32; ++i) r.v[i] = ((v.v[i] >> bit) & 1) != 0 ? value : 0;
+  for (size_t i = 0; i < 32; ++i) r.v[i] = static_cast<uint8_t>(((v.v[i] >> bit) & 1) * value);
   return r;
 }
 

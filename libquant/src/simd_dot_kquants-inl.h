@@ -66,8 +66,9 @@ template <class W>
 HWY_INLINE VI32 DotScaledBytes(VI32 acc, const W& w, const int8_t* HWY_RESTRICT a, const Scales32& s) {
   int32_t sum = 0;
   for (size_t p = 0; p < 16; ++p) {
-    const int32_t pair = static_cast<int32_t>(w.v[2 * p]) * a[2 * p] + static_cast<int32_t>(w.v[2 * p + 1]) * a[2 * p + 1];
-    sum += pair * s.pair[p];
+    const int32_t first = static_cast<int32_t>(w.v[2 * p]) * a[2 * p];
+    const int32_t second = static_cast<int32_t>(w.v[2 * p + 1]) * a[2 * p + 1];
+    sum += (first + second) * s.pair[p];
   }
   return hn::Add(acc, hn::Set(DI32(), sum));
 }

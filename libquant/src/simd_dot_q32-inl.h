@@ -1,8 +1,9 @@
 // Per-target dot kernels of the 32-value-block weight formats against Q8_0
 // (Q4_0, Q5_0, Q8_0, IQ4_NL) or Q8_1 (Q4_1, Q5_1) activations.
 //
-// Portable kernels (any target with 128-bit or wider vectors), one block
-// per step. Each block's integer dot is exact; it is scaled by d_w * d_a in
+// Portable kernels (every target but AVX3_DL; on the 1-lane baseline
+// target through simd_int8-inl.h's plain arrays and loops), one block per
+// step. Each block's integer dot is exact; it is scaled by d_w * d_a in
 // f32 and added lane-wise to the output's accumulator. A kernel handles R
 // activation rows per weight block, so the block is decoded once for all.
 

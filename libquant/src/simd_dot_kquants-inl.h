@@ -146,13 +146,11 @@ HWY_INLINE VI32 DotScaledSigned(VI32 acc, const I8x32& w, const int8_t* HWY_REST
 #endif  // HWY_TARGET == HWY_SCALAR
 
 // acc += d_w * d_a * isum + neg_dmin * d_a * msum.
-HWY_INLINE void AddScaled(VI32 isum, float d, float da, PortableAcc& acc) {
-  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), isum), hn::Set(DF32(), d * da), acc.sum);
-}
+HWY_INLINE void AddScaled(VI32 isum, float d, float da, PortableAcc& acc) { AddBlock(acc, isum, d, da); }
 HWY_INLINE void AddScaledWithMins(VI32 isum, float d, VI32 msum, float neg_dmin, float da,
                                   PortableAcc& acc) {
   AddScaled(isum, d, da, acc);
-  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), msum), hn::Set(DF32(), neg_dmin * da), acc.sum);
+  AddBlock(acc, msum, neg_dmin, da);
 }
 
 // The 8 six-bit scales and mins of Q4_K/Q5_K: bytes 0..3 hold scales 0..3,

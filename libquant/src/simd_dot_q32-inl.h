@@ -39,24 +39,19 @@ HWY_INLINE void AccumulateOffset(const U8x32& u, float d, const ActRow& a, size_
   static_assert(kOffset % static_cast<int>(kI32Lanes) == 0);
   const int32_t sum = -a.lane_neg_sums[b * detail::kLanesPerBlock];
   const VI32 bias = hn::Set(DI32(), -(kOffset / static_cast<int>(kI32Lanes)) * sum);
-  const VI32 dot = DotGroup(bias, u, LoadActivations(a, b));
-  const float scale = d * a.lane_scales[b * detail::kLanesPerBlock];
-  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), dot), hn::Set(DF32(), scale), acc.sum);
+  AddBlock(acc, DotGroup(bias, u, LoadActivations(a, b)), d, a.lane_scales[b * detail::kLanesPerBlock]);
 }
 
 // Adds d_w * d_a * dot(u, a) + m * d_a * sum(a) for value = d * u + m.
 HWY_INLINE void AccumulateWithMin(const U8x32& u, float d, float m, const ActRow& a, size_t b,
                                   PortableAcc& acc) {
-  const VI32 dot = DotGroup(hn::Zero(DI32()), u, LoadActivations(a, b));
-  const float scale = d * a.lane_scales[b * detail::kLanesPerBlock];
-  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), dot), hn::Set(DF32(), scale), acc.sum);
-  acc.offset += m * (4.0f * a.lane_scaled_sums[b * detail::kLanesPerBlock]);
+  AddBlock(acc, DotGroup(hn::Zero(DI32()), u, LoadActivations(a, b)), d, a.lane_scales[b * detail::kLanesPerBlock]);
+  AddOffset(acc, m, 4.0f * a.lane_scaled_sums[b * detail::kLanesPerBlock]);
 }
 
 HWY_INLINE void AccumulateSigned(const I8x32& w, float d, const ActRow& a, size_t b, PortableAcc& acc) {
-  const VI32 dot = DotGroupSigned(hn::Zero(DI32()), w, LoadActivations(a, b));
-  const float scale = d * a.lane_scales[b * detail::kLanesPerBlock];
-  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), dot), hn::Set(DF32(), scale), acc.sum);
+  AddBlock(acc, DotGroupSigned(hn::Zero(DI32()), w, LoadActivations(a, b)), d,
+           a.lane_scales[b * detail::kLanesPerBlock]);
 }
 
 // Q5 values: nibble | (bit j of qh) << 4.

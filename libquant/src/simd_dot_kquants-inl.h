@@ -25,6 +25,62 @@ namespace lamina::quant::HWY_NAMESPACE {
 namespace portable {
 namespace kq {
 
+#if HWY_TARGET == HWY_SCALAR
+
+// One multiplier per pair of values (values 2p and 2p + 1 of the group take
+// multiplier p), as the SIMD targets' i16 pair products take theirs.
+struct Scales32 {
+  int16_t pair[16];
+};
+
+// One multiplier for the whole group.
+HWY_INLINE Scales32 SameScale(int scale) {
+  Scales32 s;
+  for (int16_t& p : s.pair) p = static_cast<int16_t>(scale);
+  return s;
+}
+
+// `first` for values 0..15 of the group, `second` for 16..31.
+HWY_INLINE Scales32 SplitScale(int first, int second) {
+  Scales32 s;
+  for (size_t p = 0; p < 16; ++p) s.pair[p] = static_cast<int16_t>(p < 8 ? first : second);
+  return s;
+}
+
+// 16 i16 values (one per 16-value sub-block).
+HWY_INLINE Scales32 Load16(const int16_t* HWY_RESTRICT p) {
+  Scales32 s;
+  std::memcpy(s.pair, p, sizeof(s.pair));
+  return s;
+}
+
+// sum_s x[s] * y[s] over the 16 sub-blocks.
+HWY_INLINE VI32 Dot16(const Scales32& x, const Scales32& y) {
+  int32_t sum = 0;
+  for (size_t p = 0; p < 16; ++p) sum += static_cast<int32_t>(x.pair[p]) * y.pair[p];
+  return hn::Set(DI32(), sum);
+}
+
+// acc + sum over the group of w * a * scale (w unsigned or signed bytes).
+template <class W>
+HWY_INLINE VI32 DotScaledBytes(VI32 acc, const W& w, const int8_t* HWY_RESTRICT a, const Scales32& s) {
+  int32_t sum = 0;
+  for (size_t p = 0; p < 16; ++p) {
+    const int32_t first = static_cast<int32_t>(w.v[2 * p]) * a[2 * p];
+    const int32_t second = static_cast<int32_t>(w.v[2 * p + 1]) * a[2 * p + 1];
+    sum += (first + second) * s.pair[p];
+  }
+  return hn::Add(acc, hn::Set(DI32(), sum));
+}
+HWY_INLINE VI32 DotScaled(VI32 acc, const U8x32& u, const int8_t* HWY_RESTRICT a, const Scales32& s) {
+  return DotScaledBytes(acc, u, a, s);
+}
+HWY_INLINE VI32 DotScaledSigned(VI32 acc, const I8x32& w, const int8_t* HWY_RESTRICT a, const Scales32& s) {
+  return DotScaledBytes(acc, w, a, s);
+}
+
+#else  // vectors of 128 bits or more
+
 // i16 multipliers for the i16 products of one 32-value group, per part.
 struct Scales32 {
   VI16 part[kParts];
@@ -87,45 +143,14 @@ HWY_INLINE VI32 DotScaledSigned(VI32 acc, const I8x32& w, const int8_t* HWY_REST
   return acc;
 }
 
-HWY_INLINE U8x32 AndConst(const U8x32& v, uint8_t mask) {
-  U8x32 r;
-  for (size_t i = 0; i < kParts; ++i) r.part[i] = hn::And(v.part[i], hn::Set(DU8(), mask));
-  return r;
-}
-HWY_INLINE U8x32 ShiftRightBits(const U8x32& v, int bits) {
-  U8x32 r;
-  for (size_t i = 0; i < kParts; ++i) r.part[i] = hn::ShiftRightSame(v.part[i], bits);
-  return r;
-}
-HWY_INLINE U8x32 ShiftLeftBits(const U8x32& v, int bits) {
-  U8x32 r;
-  for (size_t i = 0; i < kParts; ++i) r.part[i] = hn::ShiftLeftSame(v.part[i], bits);
-  return r;
-}
-HWY_INLINE U8x32 OrBytes(const U8x32& a, const U8x32& b) {
-  U8x32 r;
-  for (size_t i = 0; i < kParts; ++i) r.part[i] = hn::Or(a.part[i], b.part[i]);
-  return r;
-}
-// `value` where bit `bit` of the byte is set, else 0.
-HWY_INLINE U8x32 BitToValue(const U8x32& v, int bit, uint8_t value) {
-  const DU8 d;
-  U8x32 r;
-  for (size_t i = 0; i < kParts; ++i) {
-    const auto set = hn::TestBit(v.part[i], hn::Set(d, static_cast<uint8_t>(1u << bit)));
-    r.part[i] = hn::IfThenElseZero(set, hn::Set(d, value));
-  }
-  return r;
-}
+#endif  // HWY_TARGET == HWY_SCALAR
 
 // acc += d_w * d_a * isum + neg_dmin * d_a * msum.
-HWY_INLINE void AddScaled(VI32 isum, float d, float da, PortableAcc& acc) {
-  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), isum), hn::Set(DF32(), d * da), acc.sum);
-}
+HWY_INLINE void AddScaled(VI32 isum, float d, float da, PortableAcc& acc) { AddBlock(acc, isum, d, da); }
 HWY_INLINE void AddScaledWithMins(VI32 isum, float d, VI32 msum, float neg_dmin, float da,
                                   PortableAcc& acc) {
   AddScaled(isum, d, da, acc);
-  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), msum), hn::Set(DF32(), neg_dmin * da), acc.sum);
+  AddBlock(acc, msum, neg_dmin, da);
 }
 
 // The 8 six-bit scales and mins of Q4_K/Q5_K: bytes 0..3 hold scales 0..3,
@@ -181,8 +206,8 @@ struct KernelQ4_K : PortableKernelBase {
     for (size_t r = 0; r < R; ++r) isum[r] = hn::Zero(DI32());
     for (size_t j = 0; j < 4; ++j) {
       const U8x32 packed = LoadU8x32(w.qs + 32 * j);
-      const U8x32 lo = kq::AndConst(packed, 0x0F);
-      const U8x32 hi = kq::ShiftRightBits(packed, 4);
+      const U8x32 lo = AndConst(packed, 0x0F);
+      const U8x32 hi = ShiftRightBits(packed, 4);
       const kq::Scales32 s_lo = kq::SameScale(scales[2 * j]);
       const kq::Scales32 s_hi = kq::SameScale(scales[2 * j + 1]);
       for (size_t r = 0; r < R; ++r) {
@@ -216,8 +241,8 @@ struct KernelQ5_K : PortableKernelBase {
     for (size_t j = 0; j < 4; ++j) {
       const U8x32 packed = LoadU8x32(w.qs + 32 * j);
       const int bit = static_cast<int>(2 * j);
-      const U8x32 lo = kq::OrBytes(kq::AndConst(packed, 0x0F), kq::BitToValue(high, bit, 0x10));
-      const U8x32 hi = kq::OrBytes(kq::ShiftRightBits(packed, 4), kq::BitToValue(high, bit + 1, 0x10));
+      const U8x32 lo = OrBytes(AndConst(packed, 0x0F), BitToValue(high, bit, 0x10));
+      const U8x32 hi = OrBytes(ShiftRightBits(packed, 4), BitToValue(high, bit + 1, 0x10));
       const kq::Scales32 s_lo = kq::SameScale(scales[2 * j]);
       const kq::Scales32 s_hi = kq::SameScale(scales[2 * j + 1]);
       for (size_t r = 0; r < R; ++r) {
@@ -252,10 +277,10 @@ struct KernelQ6_K : PortableKernelBase {
       const U8x32 ql1 = LoadU8x32(w.ql + 64 * h + 32);
       const U8x32 qh = LoadU8x32(w.qh + 32 * h);
       const U8x32 u[4] = {
-          kq::OrBytes(kq::AndConst(ql0, 0x0F), kq::ShiftLeftBits(kq::AndConst(qh, 0x03), 4)),
-          kq::OrBytes(kq::AndConst(ql1, 0x0F), kq::ShiftLeftBits(kq::AndConst(qh, 0x0C), 2)),
-          kq::OrBytes(kq::ShiftRightBits(ql0, 4), kq::AndConst(qh, 0x30)),
-          kq::OrBytes(kq::ShiftRightBits(ql1, 4), kq::ShiftRightBits(kq::AndConst(qh, 0xC0), 2)),
+          OrBytes(AndConst(ql0, 0x0F), ShiftLeftBits(AndConst(qh, 0x03), 4)),
+          OrBytes(AndConst(ql1, 0x0F), ShiftLeftBits(AndConst(qh, 0x0C), 2)),
+          OrBytes(ShiftRightBits(ql0, 4), AndConst(qh, 0x30)),
+          OrBytes(ShiftRightBits(ql1, 4), ShiftRightBits(AndConst(qh, 0xC0), 2)),
       };
       for (size_t k = 0; k < 4; ++k) {
         const size_t s = 8 * h + 2 * k;
@@ -290,8 +315,8 @@ struct KernelQ3_K : PortableKernelBase {
     for (size_t h = 0; h < 2; ++h) {
       const U8x32 q = LoadU8x32(w.qs + 32 * h);
       for (size_t k = 0; k < 4; ++k) {
-        const U8x32 u = kq::OrBytes(kq::AndConst(kq::ShiftRightBits(q, static_cast<int>(2 * k)), 0x03),
-                                    kq::BitToValue(hmask, static_cast<int>(4 * h + k), 0x04));
+        const U8x32 u = OrBytes(AndConst(ShiftRightBits(q, static_cast<int>(2 * k)), 0x03),
+                                    BitToValue(hmask, static_cast<int>(4 * h + k), 0x04));
         const size_t s = 8 * h + 2 * k;
         const kq::Scales32 sc = kq::SplitScale(scales[s], scales[s + 1]);
         for (size_t r = 0; r < R; ++r) {
@@ -323,7 +348,7 @@ struct KernelQ2_K : PortableKernelBase {
     for (size_t h = 0; h < 2; ++h) {
       const U8x32 q = LoadU8x32(w.qs + 32 * h);
       for (size_t k = 0; k < 4; ++k) {
-        const U8x32 u = kq::AndConst(kq::ShiftRightBits(q, static_cast<int>(2 * k)), 0x03);
+        const U8x32 u = AndConst(ShiftRightBits(q, static_cast<int>(2 * k)), 0x03);
         const size_t s = 8 * h + 2 * k;
         const kq::Scales32 sc = kq::SplitScale(w.scales[s] & 0xF, w.scales[s + 1] & 0xF);
         for (size_t r = 0; r < R; ++r) {

@@ -1,8 +1,9 @@
 // Per-target dot kernels of the 32-value-block weight formats against Q8_0
 // (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4) or Q8_1 (Q4_1, Q5_1) activations.
 //
-// Portable kernels (any target with 128-bit or wider vectors), one block
-// per step. Each block's integer dot is exact; it is scaled by d_w * d_a in
+// Portable kernels (every target but AVX3_DL; on the 1-lane baseline
+// target through simd_int8-inl.h's plain arrays and loops), one block per
+// step. Each block's integer dot is exact; it is scaled by d_w * d_a in
 // f32 and added lane-wise to the output's accumulator. A kernel handles R
 // activation rows per weight block, so the block is decoded once for all.
 
@@ -39,32 +40,24 @@ HWY_INLINE void AccumulateOffset(const U8x32& u, float d, const ActRow& a, size_
   static_assert(kOffset % static_cast<int>(kI32Lanes) == 0);
   const int32_t sum = -a.lane_neg_sums[b * detail::kLanesPerBlock];
   const VI32 bias = hn::Set(DI32(), -(kOffset / static_cast<int>(kI32Lanes)) * sum);
-  const VI32 dot = DotGroup(bias, u, LoadActivations(a, b));
-  const float scale = d * a.lane_scales[b * detail::kLanesPerBlock];
-  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), dot), hn::Set(DF32(), scale), acc.sum);
+  AddBlock(acc, DotGroup(bias, u, LoadActivations(a, b)), d, a.lane_scales[b * detail::kLanesPerBlock]);
 }
 
 // Adds d_w * d_a * dot(u, a) + m * d_a * sum(a) for value = d * u + m.
 HWY_INLINE void AccumulateWithMin(const U8x32& u, float d, float m, const ActRow& a, size_t b,
                                   PortableAcc& acc) {
-  const VI32 dot = DotGroup(hn::Zero(DI32()), u, LoadActivations(a, b));
-  const float scale = d * a.lane_scales[b * detail::kLanesPerBlock];
-  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), dot), hn::Set(DF32(), scale), acc.sum);
-  acc.offset += m * (4.0f * a.lane_scaled_sums[b * detail::kLanesPerBlock]);
+  AddBlock(acc, DotGroup(hn::Zero(DI32()), u, LoadActivations(a, b)), d, a.lane_scales[b * detail::kLanesPerBlock]);
+  AddOffset(acc, m, 4.0f * a.lane_scaled_sums[b * detail::kLanesPerBlock]);
 }
 
 HWY_INLINE void AccumulateSigned(const I8x32& w, float d, const ActRow& a, size_t b, PortableAcc& acc) {
-  const VI32 dot = DotGroupSigned(hn::Zero(DI32()), w, LoadActivations(a, b));
-  const float scale = d * a.lane_scales[b * detail::kLanesPerBlock];
-  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), dot), hn::Set(DF32(), scale), acc.sum);
+  AddBlock(acc, DotGroupSigned(hn::Zero(DI32()), w, LoadActivations(a, b)), d,
+           a.lane_scales[b * detail::kLanesPerBlock]);
 }
 
 // Q5 values: nibble | (bit j of qh) << 4.
 HWY_INLINE U8x32 UnpackQ5(const uint8_t* qs, const uint8_t* qh) {
-  U8x32 u = UnpackNibbles16(qs);
-  const U8x32 high = ExpandBits32(qh, 0x10);
-  for (size_t i = 0; i < kParts; ++i) u.part[i] = hn::Or(u.part[i], high.part[i]);
-  return u;
+  return OrBytes(UnpackNibbles16(qs), ExpandBits32(qh, 0x10));
 }
 
 }  // namespace q32

@@ -3,7 +3,10 @@
 //
 // Highway 1.0.3 has no op for the x86 byte multiply-add (pmaddubsw) or
 // byte sign (psignb), so x86 targets use them directly; every other target
-// uses an exact portable formulation. All results are exact integers.
+// uses an exact portable formulation. The 1-lane HWY_SCALAR target (the
+// x86-64 baseline with g++ before 12.3) has no byte vectors at all: there the
+// 32 values are plain arrays and the dots plain loops, with the same exact
+// integer results. All results are exact integers.
 
 #if defined(LAMINA_QUANT_SIMD_INT8_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LAMINA_QUANT_SIMD_INT8_INL_H_
@@ -14,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "hwy/highway.h"
 #include "lamina/quant/half.h"
@@ -21,6 +25,116 @@
 HWY_BEFORE_NAMESPACE();
 namespace lamina::quant::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET == HWY_SCALAR
+
+using DI32 = hn::ScalableTag<int32_t>;
+using DF32 = hn::ScalableTag<float>;
+using VI32 = hn::Vec<DI32>;
+using VF32 = hn::Vec<DF32>;
+inline constexpr size_t kI32Lanes = 1;
+
+// 32 values as unsigned or signed bytes, in element order.
+struct U8x32 {
+  uint8_t v[32];
+};
+struct I8x32 {
+  int8_t v[32];
+};
+
+HWY_INLINE I8x32 LoadI8x32(const int8_t* HWY_RESTRICT p) {
+  I8x32 v;
+  std::memcpy(v.v, p, 32);
+  return v;
+}
+
+HWY_INLINE U8x32 LoadU8x32(const uint8_t* HWY_RESTRICT p) {
+  U8x32 v;
+  std::memcpy(v.v, p, 32);
+  return v;
+}
+
+// 16 bytes holding values j (low nibble) and j + 16 (high nibble) -> the 32
+// nibbles in element order.
+HWY_INLINE U8x32 UnpackNibbles16(const uint8_t* HWY_RESTRICT qs) {
+  U8x32 v;
+  for (size_t j = 0; j < 16; ++j) {
+    v.v[j] = qs[j] & 0x0F;
+    v.v[j + 16] = qs[j] >> 4;
+  }
+  return v;
+}
+
+// Bit i of the 32-bit little-endian word at `bits` set -> byte i is `value`.
+// Eight bits at a time, without a branch: a multiply copies the byte into
+// all 8 bytes of a word, the mask keeps bit j in byte j, adding 0x7F per
+// byte carries a set bit into the byte's top bit (never into the next
+// byte), and that bit times `value` is the byte's result.
+HWY_INLINE U8x32 ExpandBits32(const uint8_t* HWY_RESTRICT bits, uint8_t value) {
+  U8x32 v;
+  for (size_t byte = 0; byte < 4; ++byte) {
+    const uint64_t spread = (uint64_t{bits[byte]} * 0x0101010101010101u) & 0x8040201008040201u;
+    const uint64_t ones = ((spread + 0x7F7F7F7F7F7F7F7Fu) >> 7) & 0x0101010101010101u;
+    const uint64_t values = ones * value;
+    for (size_t j = 0; j < 8; ++j) v.v[8 * byte + j] = static_cast<uint8_t>(values >> (8 * j));
+  }
+  return v;
+}
+
+// Lookup of each nibble (0..15) in a 16-entry signed byte table.
+HWY_INLINE I8x32 LookupNibbles(const U8x32& nibbles, const int8_t* HWY_RESTRICT table16) {
+  I8x32 v;
+  for (size_t i = 0; i < 32; ++i) v.v[i] = table16[nibbles.v[i] & 0x0F];
+  return v;
+}
+
+// Group-level dots: acc plus the dot of the 32 values.
+template <class W>
+HWY_INLINE VI32 DotBytes(VI32 acc, const W& w, const I8x32& a) {
+  int32_t sum = 0;
+  for (size_t i = 0; i < 32; ++i) sum += static_cast<int32_t>(w.v[i]) * a.v[i];
+  return hn::Add(acc, hn::Set(DI32(), sum));
+}
+HWY_INLINE VI32 DotGroup(VI32 acc, const U8x32& u, const I8x32& a) { return DotBytes(acc, u, a); }
+HWY_INLINE VI32 DotGroupSigned(VI32 acc, const I8x32& w, const I8x32& a) { return DotBytes(acc, w, a); }
+
+// The 32 values of a block whose first and last 16 values lie at lo and hi.
+HWY_INLINE I8x32 LoadHalves(const int8_t* HWY_RESTRICT lo, const int8_t* HWY_RESTRICT hi) {
+  I8x32 v;
+  std::memcpy(v.v, lo, 16);
+  std::memcpy(v.v + 16, hi, 16);
+  return v;
+}
+
+// Byte-wise operations on the 32 values.
+HWY_INLINE U8x32 AndConst(const U8x32& v, uint8_t mask) {
+  U8x32 r;
+  for (size_t i = 0; i < 32; ++i) r.v[i] = v.v[i] & mask;
+  return r;
+}
+HWY_INLINE U8x32 ShiftRightBits(const U8x32& v, int bits) {
+  U8x32 r;
+  for (size_t i = 0; i < 32; ++i) r.v[i] = static_cast<uint8_t>(v.v[i] >> bits);
+  return r;
+}
+HWY_INLINE U8x32 ShiftLeftBits(const U8x32& v, int bits) {
+  U8x32 r;
+  for (size_t i = 0; i < 32; ++i) r.v[i] = static_cast<uint8_t>(v.v[i] << bits);
+  return r;
+}
+HWY_INLINE U8x32 OrBytes(const U8x32& a, const U8x32& b) {
+  U8x32 r;
+  for (size_t i = 0; i < 32; ++i) r.v[i] = a.v[i] | b.v[i];
+  return r;
+}
+// `value` where bit `bit` of the byte is set, else 0.
+HWY_INLINE U8x32 BitToValue(const U8x32& v, int bit, uint8_t value) {
+  U8x32 r;
+  for (size_t i = 0; i < 32; ++i) r.v[i] = static_cast<uint8_t>(((v.v[i] >> bit) & 1) * value);
+  return r;
+}
+
+#else  // vectors of 128 bits or more
 
 // One group of 32 values fills a 256-bit vector, or two 128-bit ones.
 using DU8 = hn::CappedTag<uint8_t, 32>;
@@ -225,6 +339,41 @@ HWY_INLINE I8x32 LoadHalves(const int8_t* HWY_RESTRICT lo, const int8_t* HWY_RES
   }
   return v;
 }
+
+
+// Byte-wise operations on the 32 values.
+HWY_INLINE U8x32 AndConst(const U8x32& v, uint8_t mask) {
+  U8x32 r;
+  for (size_t i = 0; i < kParts; ++i) r.part[i] = hn::And(v.part[i], hn::Set(DU8(), mask));
+  return r;
+}
+HWY_INLINE U8x32 ShiftRightBits(const U8x32& v, int bits) {
+  U8x32 r;
+  for (size_t i = 0; i < kParts; ++i) r.part[i] = hn::ShiftRightSame(v.part[i], bits);
+  return r;
+}
+HWY_INLINE U8x32 ShiftLeftBits(const U8x32& v, int bits) {
+  U8x32 r;
+  for (size_t i = 0; i < kParts; ++i) r.part[i] = hn::ShiftLeftSame(v.part[i], bits);
+  return r;
+}
+HWY_INLINE U8x32 OrBytes(const U8x32& a, const U8x32& b) {
+  U8x32 r;
+  for (size_t i = 0; i < kParts; ++i) r.part[i] = hn::Or(a.part[i], b.part[i]);
+  return r;
+}
+// `value` where bit `bit` of the byte is set, else 0.
+HWY_INLINE U8x32 BitToValue(const U8x32& v, int bit, uint8_t value) {
+  const DU8 d;
+  U8x32 r;
+  for (size_t i = 0; i < kParts; ++i) {
+    const auto set = hn::TestBit(v.part[i], hn::Set(d, static_cast<uint8_t>(1u << bit)));
+    r.part[i] = hn::IfThenElseZero(set, hn::Set(d, value));
+  }
+  return r;
+}
+
+#endif  // HWY_TARGET == HWY_SCALAR
 
 //------------------------------------------------------------------------------
 // Scalars

@@ -108,13 +108,45 @@ HWY_INLINE void DotTile(const typename Kernel::Block* HWY_RESTRICT w, size_t nbl
   }
 }
 
-// The accumulator of the portable kernels: lane-wise block contributions
-// plus a scalar for the terms that do not depend on the weights' values
-// (block minima).
+// The accumulator of the portable kernels: the block contributions, plus a
+// scalar for the terms that do not depend on the weights' values (block
+// minima). SIMD targets sum the blocks lane-wise in f32. The 1-lane baseline
+// target sums them in f64, as the packed layouts' scalar kernel does: in f32
+// its chains, one lane long, would be the longest of any target, and their
+// rounding tipped activations of the next layer over Q8 rounding boundaries
+// that the f64 reference does not cross (qwen2 Q8_0 and Q4_K_M, phi3 Q4_K_M
+// of tests/model each moved a logit by 0.1 where the best target matches).
+#if HWY_TARGET == HWY_SCALAR
+struct PortableAcc {
+  double sum;
+  double offset;
+};
+HWY_INLINE PortableAcc ZeroPortableAcc() { return {0.0, 0.0}; }
+// acc += dot * d * da (dot an exact integer sum; d * da is exact in f64).
+HWY_INLINE void AddBlock(PortableAcc& acc, VI32 dot, float d, float da) {
+  acc.sum += static_cast<double>(hn::GetLane(dot)) * (static_cast<double>(d) * da);
+}
+HWY_INLINE void AddOffset(PortableAcc& acc, float m, float scaled_sum) {
+  acc.offset += static_cast<double>(m) * scaled_sum;
+}
+HWY_INLINE float FinishPortableAcc(const PortableAcc& even, const PortableAcc& odd) {
+  return static_cast<float>((even.sum + odd.sum) + (even.offset + odd.offset));
+}
+#else
 struct PortableAcc {
   VF32 sum;
   float offset;
 };
+HWY_INLINE PortableAcc ZeroPortableAcc() { return {hn::Zero(DF32()), 0.0f}; }
+// acc += dot * (d * da), lane by lane (dot's lanes exact integer sums).
+HWY_INLINE void AddBlock(PortableAcc& acc, VI32 dot, float d, float da) {
+  acc.sum = hn::MulAdd(hn::ConvertTo(DF32(), dot), hn::Set(DF32(), d * da), acc.sum);
+}
+HWY_INLINE void AddOffset(PortableAcc& acc, float m, float scaled_sum) { acc.offset += m * scaled_sum; }
+HWY_INLINE float FinishPortableAcc(const PortableAcc& even, const PortableAcc& odd) {
+  return SumLanes(hn::Add(even.sum, odd.sum)) + (even.offset + odd.offset);
+}
+#endif
 
 // Shared parts of the portable kernels, which take one block per step.
 struct PortableKernelBase {
@@ -123,10 +155,8 @@ struct PortableKernelBase {
   static constexpr size_t kWeightRows = 1;
   static constexpr size_t kRowTile = 4;
   static constexpr bool kSplitSums = true;
-  static HWY_INLINE Acc Zero() { return Acc{hn::Zero(DF32()), 0.0f}; }
-  static HWY_INLINE float Finish(const Acc& even, const Acc& odd) {
-    return SumLanes(hn::Add(even.sum, odd.sum)) + (even.offset + odd.offset);
-  }
+  static HWY_INLINE Acc Zero() { return ZeroPortableAcc(); }
+  static HWY_INLINE float Finish(const Acc& even, const Acc& odd) { return FinishPortableAcc(even, odd); }
 };
 
 // Output rows [o_begin, o_end) of y (n_rows x n_out, row-major) for weights

@@ -9,8 +9,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "hwy/targets.h"
 #include "lamina/model/forward.h"
 #include "lamina/model/model.h"
+#include "lamina/quant/kernels.h"
 #include "lamina/quant/packed.h"
 #include "reference_forward.h"
 
@@ -80,6 +82,8 @@ class ArchModel : public ::testing::TestWithParam<std::string> {
     if (!fs::is_directory(kData / "archs")) GTEST_SKIP() << "test data not found at " << kData;
   }
   fs::path path(const std::string& suffix) const { return kData / "archs" / (GetParam() + suffix); }
+  // Every case of the model's reference JSON (check_case).
+  void check_reference_cases() const;
 };
 
 // Per-row agreement of two logit matrices [rows x n_vocab].
@@ -214,13 +218,15 @@ void check_case(const Model& model, const gguf::GgufFile& gguf, const nlohmann::
   }
 }
 
-TEST_P(ArchModel, MatchesReferenceAndLlamaCpp) {
+void ArchModel::check_reference_cases() const {
   const auto model = Model::load(path(".gguf"));
   const auto gguf = gguf::GgufFile::open(path(".gguf"));
   const auto ref = read_json(path(".reference.json"));
   const bool quantized = GetParam().find(".f32") == std::string::npos;
   for (const auto& c : ref["cases"]) check_case(*model, gguf, ref, c, quantized);
 }
+
+TEST_P(ArchModel, MatchesReferenceAndLlamaCpp) { check_reference_cases(); }
 
 // "qwen2.q4_k_m" -> "qwen2_q4_k_m" (gtest names allow no dots).
 std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
@@ -241,6 +247,29 @@ std::vector<std::string> arch_models() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, ArchModel, ::testing::ValuesIn(arch_models()),
+                         test_name);
+
+// The whole forward pass on the build's baseline target alone (plain x86-64:
+// Highway's 1-lane HWY_SCALAR, or EMU128 where the compiler offers it), held
+// to the same references: what a CPU without SSE4 runs. One model per family
+// of kernels: f32 weights (the float matmul, tight bounds), Q8_0 (32-value
+// blocks) and Q4_K_M (super-blocks), and two more Q4_K_M architectures
+// (gemma2, phi3; with f32 sums this target once failed gemma2's KL bound);
+// tests/quant and model_vector_kernels test every kernel on every target.
+class BaselineTarget : public ArchModel {};
+
+TEST_P(BaselineTarget, MatchesReferenceAndLlamaCpp) {
+  // The CPU's own targets come back however the test ends.
+  struct BaselineOnly {
+    BaselineOnly() { hwy::SetSupportedTargetsForTest(HWY_STATIC_TARGET); }
+    ~BaselineOnly() { hwy::SetSupportedTargetsForTest(0); }
+  } baseline_only;
+  check_reference_cases();
+  EXPECT_STREQ(quant::kernel_target_name(), hwy::TargetName(HWY_STATIC_TARGET));
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, BaselineTarget,
+                         ::testing::Values("llama.f32", "qwen2.q8_0", "qwen2.q4_k_m", "gemma2.q4_k_m", "phi3.q4_k_m"),
                          test_name);
 
 // A sequence's logits are bit-identical however it is batched: all at once,

@@ -77,6 +77,40 @@ struct RowsF16 {
   static float Scalar(T x) { return quant::f16_to_f32(x); }
 };
 
+#if HWY_TARGET == HWY_SCALAR
+// One lane (the x86-64 baseline with g++ before 12.3): the scalar forms
+// themselves, exact sums in f64 rounded once to f32. In f32 each row's sum
+// would be one chain without fused multiply-adds, and its rounding tipped
+// activations over Q8 rounding boundaries that the f64 reference does not
+// cross (gemma2 Q4_K_M of tests/model, past its KL bound). Each result is
+// computed alone, in one order, whatever comes with it.
+inline constexpr size_t kScalarChunk = 64;
+
+template <class Rows>
+void DotRows(const float* HWY_RESTRICT a, const typename Rows::T* HWY_RESTRICT rows, size_t stride, size_t n_rows,
+             size_t n, float* HWY_RESTRICT out) {
+  double sums[kScalarChunk];
+  for (size_t r = 0; r < n_rows; r += kScalarChunk) {
+    const size_t count = std::min(kScalarChunk, n_rows - r);
+    scalar::dot_rows(a, rows + r * stride, stride, count, n, sums);
+    for (size_t k = 0; k < count; ++k) out[r + k] = static_cast<float>(sums[k]);
+  }
+}
+
+template <class Rows>
+void AccumulateRows(const float* HWY_RESTRICT p, const typename Rows::T* HWY_RESTRICT rows, size_t stride,
+                    size_t n_rows, size_t n, float* HWY_RESTRICT acc) {
+  double sums[kScalarChunk];
+  for (size_t i = 0; i < n; i += kScalarChunk) {
+    const size_t count = std::min(kScalarChunk, n - i);
+    for (size_t k = 0; k < count; ++k) sums[k] = acc[i + k];
+    scalar::accumulate_rows(p, rows + i, stride, n_rows, count, sums);
+    for (size_t k = 0; k < count; ++k) acc[i + k] = static_cast<float>(sums[k]);
+  }
+}
+
+#else  // vectors
+
 // Up to one vector's worth of rows at once (N, the lane count): a's vectors
 // are loaded once for all of them, and each row's sum is its own chain of
 // fused multiply-adds over its vectors in order, the ragged end
@@ -177,6 +211,8 @@ void AccumulateRows(const float* HWY_RESTRICT p, const typename Rows::T* HWY_RES
     for (size_t j = 0; j < n_rows; ++j) acc[i] = std::fma(p[j], Rows::Scalar(rows[j * stride + i]), acc[i]);
   }
 }
+
+#endif  // HWY_TARGET == HWY_SCALAR
 
 void DotRowsF32(const float* a, const float* rows, size_t stride, size_t n_rows, size_t n, float* out) {
   DotRows<RowsF32>(a, rows, stride, n_rows, n, out);

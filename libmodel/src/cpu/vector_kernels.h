@@ -16,8 +16,9 @@ namespace lamina::model::cpu {
 // The attention's loops, in f32 with fused multiply-adds. Each result is
 // computed alone, in an order fixed for the target (never by n_rows or by
 // what else runs), so attention stays independent of the batch. The scalar
-// forms compute the exact sums in double; the tests bound the difference by
-// the f32 rounding error those sums can carry.
+// forms compute the exact sums in double (the 1-lane baseline target runs
+// them, rounded to f32); the tests bound the difference by the f32 rounding
+// error those sums can carry.
 
 // Row: float (rows of an f32 cache) or uint16_t (f16 bits).
 // out[r] = sum a[i] * row_r[i], row_r = rows + r * stride, for r < n_rows.

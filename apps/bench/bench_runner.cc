@@ -128,6 +128,7 @@ BenchRun run_benchmarks(const BenchOptions& o, std::ostream& progress) {
     fo.pack_weights = o.pack_weights;
     model::GpuOptions gpu;
     gpu.device = o.gpu_index;
+    gpu.backend_dir = o.backend_dir;
     gpu.parity_check = o.parity_check;
     gpu.use_graphs = o.cuda_graphs;
     std::string note;

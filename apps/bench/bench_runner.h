@@ -25,6 +25,7 @@ struct BenchOptions {
   std::string kv_type = "f16";
   std::string device = "cpu";  // cpu, cuda or auto
   int gpu_index = 0;
+  std::string backend_dir;  // folder of the CUDA backend module; empty: the installed one
   bool parity_check = true;
   bool pack_weights = true;  // CPU: rearrange weights for the faster kernels
   bool cuda_graphs = true;

@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device, "compute device: cpu, cuda or auto (cuda when it works)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   app.add_option("--gpu", o.gpu_index, "CUDA device index")->check(CLI::Range(0, 64));
+  app.add_option("--backend-dir", o.backend_dir,
+                 "folder of the CUDA backend module (default: the installed one; a build tree's is <build>/libmodel/backends/cuda)");
   app.add_flag("!--no-parity-check", o.parity_check, "skip the CPU/GPU comparison at load");
   app.add_flag("!--no-pack", o.pack_weights,
                "CPU: run the weights in the file's layout instead of packing them at load for faster kernels");

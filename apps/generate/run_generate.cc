@@ -108,6 +108,7 @@ int run(const Options& o) {
   fo.kv_type = o.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
   model::GpuOptions gpu;
   gpu.device = o.gpu_index;
+  gpu.backend_dir = o.backend_dir;
   gpu.parity_check = o.parity_check;
   gpu.parity_min_cosine = o.parity_min_cosine;
   gpu.use_graphs = o.cuda_graphs;

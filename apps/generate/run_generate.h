@@ -26,6 +26,7 @@ struct Options {
   std::string chat_template;
   std::string device = "cpu";  // cpu, cuda or auto
   int gpu_index = 0;
+  std::string backend_dir;  // folder of the CUDA backend module; empty: the installed one
   bool parity_check = true;
   bool pack_weights = true;  // CPU: rearrange weights for the faster kernels
   double parity_min_cosine = 0;  // 0: by weight type

@@ -74,6 +74,7 @@ int run_server(AppOptions o) {
   fo.kv_type = o.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
   model::GpuOptions gpu;
   gpu.device = o.gpu_index;
+  gpu.backend_dir = o.backend_dir;
   gpu.parity_check = o.parity_check;
   std::string device_note;
   const auto forward = model::make_forward(*model, fo, *model::parse_device(o.device), gpu, &device_note);

@@ -2,9 +2,6 @@
 
 #include <cmath>
 
-#include "cpu/expert_routing.h"
-#include "cpu/ops.h"
-
 namespace lamina::model::gpu {
 namespace {
 
@@ -17,7 +14,7 @@ cudaexec::HostVector vector(const Vector& v) { return {v.data, v.n}; }
 
 }  // namespace
 
-cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations) {
+cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations, const backend::Host& host) {
   const ModelConfig& c = model.config();
   const Weights& w = model.weights();
   const ArchSpec& a = *c.arch;
@@ -39,7 +36,7 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
   d.n_expert = c.n_expert;
   d.n_expert_used = c.n_expert_used;
   d.n_ff_expert = c.n_ff_expert;
-  d.route_experts = cpu::route_experts;
+  d.route_experts = host.route_experts;
   d.n_layer = c.n_layer;
   d.n_embd = c.n_embd;
   d.n_head = c.n_head;
@@ -56,7 +53,7 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
   d.attn_softcap = c.attn_softcap;
   d.final_softcap = c.final_softcap;
   d.embed_scale = a.scale_embeddings ? std::sqrt(static_cast<float>(c.n_embd)) : 1.0f;
-  d.gelu_f16_table = exact_activations ? nullptr : cpu::gelu_f16_table_data();
+  d.gelu_f16_table = exact_activations ? nullptr : host.gelu_f16_table();
 
   d.token_embd = matrix(w.token_embd);
   d.position_embd = matrix(w.position_embd);

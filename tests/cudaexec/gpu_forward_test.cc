@@ -76,9 +76,12 @@ double cosine(const float* a, const float* b, std::size_t n) {
 
 ForwardOptions cpu_options() { return {.n_ctx = 128, .n_seq = 4, .kv_type = KvType::F16, .n_threads = 1}; }
 ForwardOptions gpu_options() { return {.n_ctx = 128, .n_seq = 4}; }
-// The backend module of this build tree (not the installed one).
-GpuOptions this_build() { return {.backend_dir = LAMINA_CUDA_BACKEND_DIR}; }
-GpuOptions no_gate() { return {.parity_check = false, .backend_dir = LAMINA_CUDA_BACKEND_DIR}; }
+// The backend module of this build tree; where the tree is absent (a bundle
+// of tools/gpu/bundle.sh on a GPU machine), the one beside libmodel, where
+// an install (and a bundle) has it.
+std::string backend_dir() { return fs::exists(LAMINA_CUDA_BACKEND_DIR) ? LAMINA_CUDA_BACKEND_DIR : ""; }
+GpuOptions this_build() { return {.backend_dir = backend_dir()}; }
+GpuOptions no_gate() { return {.parity_check = false, .backend_dir = backend_dir()}; }
 
 TEST(GpuForward, MatchesCpuOnEveryTestModel) {
   const auto models = test_models();
@@ -167,7 +170,7 @@ TEST(GpuForward, BatchInvariantAndGraphsEqualEager) {
   if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
   const auto m = Model::load(path.string());
   const auto graphs = make_gpu_forward(*m, gpu_options(), no_gate());
-  const auto eager = make_gpu_forward(*m, gpu_options(), {.use_graphs = false, .parity_check = false, .backend_dir = LAMINA_CUDA_BACKEND_DIR});
+  const auto eager = make_gpu_forward(*m, gpu_options(), {.use_graphs = false, .parity_check = false, .backend_dir = backend_dir()});
   const std::size_t V = m->config().n_vocab;
   std::vector<std::vector<int32_t>> prompts;
   for (uint32_t s = 0; s < 3; ++s) {

@@ -20,6 +20,9 @@ void add_run_flags(CLI::App& app, RunFlags& f, unsigned which) {
       ->capture_default_str();
   app.add_option("--gpu", f.gpu_index, "CUDA device index")->check(CLI::Range(0, 64));
   app.add_flag("!--no-parity-check", f.parity_check, "skip the CPU/GPU comparison at load");
+  app.add_option("--backend-dir", f.backend_dir,
+                 "folder of the CUDA backend module (default: the installed one; a build tree's is "
+                 "<build>/libmodel/backends/cuda)");
   app.add_flag("!--no-pack", f.pack_weights,
                "CPU: run the weights in the file's layout instead of packing them at load for faster kernels");
   if (which & kCudaTuningFlags) {
@@ -48,6 +51,7 @@ model::GpuOptions gpu_options(const RunFlags& f) {
   gpu.parity_check = f.parity_check;
   gpu.parity_min_cosine = f.parity_min_cosine;
   gpu.use_graphs = f.cuda_graphs;
+  gpu.backend_dir = f.backend_dir;
   return gpu;
 }
 

@@ -27,6 +27,7 @@ struct RunFlags {
   double parity_min_cosine = 0;  // 0: by weight type
   bool pack_weights = true;      // CPU: rearrange weights for the faster kernels
   bool cuda_graphs = true;
+  std::string backend_dir;  // folder of the CUDA backend module; empty: the installed one
 };
 
 // Flags an app may leave out of add_run_flags (lamina-bench takes lists of

@@ -101,6 +101,17 @@ def main():
     # --device auto always runs (on the CPU when the GPU cannot be used).
     r = run(generate, "-n", "24", "--temp", "0", "--no-display-prompt", "-t", "1", "--device", "auto")
     expect(r.returncode == 0 and r.stdout == cpu.stdout, f"--device auto gives the same text ({r.stderr!r})")
+    # --backend-dir without the CUDA module: auto says so on the CPU, cuda fails, both naming the file.
+    with tempfile.TemporaryDirectory() as empty:
+        module = os.path.join(empty, "lamina-model-cuda.so").encode()
+        r = run(generate, "-n", "24", "--temp", "0", "--no-display-prompt", "-t", "1", "--device", "auto",
+                "--backend-dir", empty)
+        expect(r.returncode == 0 and r.stdout == cpu.stdout and
+               b"GPU not used: the backend module " + module + b" is not installed" in r.stderr,
+               f"--device auto without the module runs on the CPU and says why ({r.stderr!r})")
+        r = run(generate, "-n", "24", "--device", "cuda", "--backend-dir", empty)
+        expect(r.returncode == 1 and module + b" is not installed" in r.stderr,
+               f"--device cuda without the module fails naming it ({r.stderr!r})")
 
     # A quantized model when the reference data is there, else the bundled
     # one: the bench's own behaviour does not depend on the model.

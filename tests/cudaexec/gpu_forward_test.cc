@@ -84,7 +84,12 @@ double cosine(const float* a, const float* b, std::size_t n) {
 
 ForwardOptions cpu_options() { return {.n_ctx = 128, .n_seq = 4, .kv_type = KvType::F16, .n_threads = 1}; }
 ForwardOptions gpu_options() { return {.n_ctx = 128, .n_seq = 4}; }
-GpuOptions no_gate() { return {.parity_check = false}; }
+// The backend module of this build tree; where the tree is absent (a bundle
+// of tools/gpu/bundle.sh on a GPU machine), the one beside libmodel, where
+// an install (and a bundle) has it.
+std::string backend_dir() { return fs::exists(LAMINA_CUDA_BACKEND_DIR) ? LAMINA_CUDA_BACKEND_DIR : ""; }
+GpuOptions this_build() { return {.backend_dir = backend_dir()}; }
+GpuOptions no_gate() { return {.parity_check = false, .backend_dir = backend_dir()}; }
 
 TEST(GpuForward, MatchesCpuOnEveryTestModel) {
   const auto models = test_models();
@@ -153,7 +158,7 @@ TEST(GpuForward, ReferenceGreedyTextOfStories260K) {
   const fs::path path = kData / "models/stories260K.gguf";
   if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
   const auto m = Model::load(path.string());
-  const auto gpu = make_gpu_forward(*m, {.n_ctx = 256}, {});
+  const auto gpu = make_gpu_forward(*m, {.n_ctx = 256}, this_build());
   GenerateOptions options;
   options.n_predict = 200;
   options.sampling.temperature = 0.0f;
@@ -173,7 +178,7 @@ TEST(GpuForward, BatchInvariantAndGraphsEqualEager) {
   if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
   const auto m = Model::load(path.string());
   const auto graphs = make_gpu_forward(*m, gpu_options(), no_gate());
-  const auto eager = make_gpu_forward(*m, gpu_options(), {.use_graphs = false, .parity_check = false});
+  const auto eager = make_gpu_forward(*m, gpu_options(), {.use_graphs = false, .parity_check = false, .backend_dir = backend_dir()});
   const std::size_t V = m->config().n_vocab;
   std::vector<std::vector<int32_t>> prompts;
   for (uint32_t s = 0; s < 3; ++s) {
@@ -309,7 +314,7 @@ TEST(GpuForward, ParityGateReportsAgreement) {
   if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
   const auto m = Model::load(path.string());
   ParityReport r;
-  const auto gpu = make_gpu_forward(*m, gpu_options(), {}, &r);
+  const auto gpu = make_gpu_forward(*m, gpu_options(), this_build(), &r);
   EXPECT_GE(r.cosine, 0.9999) << r.summary();
   EXPECT_EQ(r.cpu_argmax, r.gpu_argmax);
   EXPECT_EQ(r.first_divergent_layer, -2) << r.summary();

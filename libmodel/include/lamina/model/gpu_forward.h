@@ -1,6 +1,9 @@
-// The forward pass on an NVIDIA GPU (libcudaexec), with a parity gate
-// against the CPU path at load. Available when Lamina is built with CUDA;
-// otherwise make_gpu_forward throws and gpu_available() is false.
+// The forward pass on an NVIDIA GPU, with a parity gate against the CPU path
+// at load. The GPU code is a backend module that libmodel loads at run time
+// (lamina-model-cuda.so, built where Lamina is built with CUDA, and shipped
+// apart from the library): without it, or without a device,
+// make_gpu_forward throws and gpu_available() is false, and
+// gpu_description() says which.
 #pragma once
 
 #include <memory>
@@ -22,6 +25,11 @@ struct LAMINA_MODEL_API GpuOptions {
   bool parity_check = true;
   // 0 chooses by weight type (default_parity_cosine).
   double parity_min_cosine = 0;
+  // The folder holding the backend module (lamina-model-cuda.so); empty: the
+  // installed one, <libdir>/lamina/backends<soversion>/ beside
+  // liblamina-model.so wherever that is (a build tree's is
+  // <build>/libmodel/backends/cuda).
+  std::string backend_dir;
 };
 
 // What the parity probe measured.
@@ -49,16 +57,19 @@ struct LAMINA_MODEL_API ParityReport {
 // (Llama-3-8B shape, 32 layers, Q4_K_M). A wrong kernel gives far lower.
 LAMINA_MODEL_API double default_parity_cosine(const Model& model);
 
-// True when this build has CUDA support and a device is visible.
-LAMINA_MODEL_API bool gpu_available();
+// True when the CUDA backend module loads and a device is visible.
+LAMINA_MODEL_API bool gpu_available(const GpuOptions& gpu = {});
 
-// Describes the devices for messages ("NVIDIA H200, 139 GiB, cc 9.0"), or why there are none.
-LAMINA_MODEL_API std::string gpu_description();
+// Describes the devices for messages ("0: NVIDIA H200, 139 GiB, cc 9.0"), or
+// why there are none: the module is not installed, failed to load (the
+// loader's message) or is of another version (each naming its path), or no
+// CUDA device is visible.
+LAMINA_MODEL_API std::string gpu_description(const GpuOptions& gpu = {});
 
-// The GPU forward pass; throws ModelError when this build has no CUDA, no
-// device is visible, the model does not fit, the architecture is not
-// supported on the GPU, or the parity gate fails (the message carries the
-// report). `report`, when given, receives the parity figures.
+// The GPU forward pass; throws ModelError when the backend module cannot be
+// used or no device is visible (gpu_description's reason), the model does
+// not fit, the architecture is not supported on the GPU, or the parity gate
+// fails (the message carries the report). `report`, when given, receives the parity figures.
 LAMINA_MODEL_API std::unique_ptr<Forward> make_gpu_forward(const Model& model, const ForwardOptions& options,
                                                            const GpuOptions& gpu = {}, ParityReport* report = nullptr);
 

@@ -1,96 +1,17 @@
-// The GPU forward pass over libcudaexec, and the parity gate that compares
-// it with the CPU path before it is used.
+// libmodel's GPU entry points: the CUDA forward pass comes from the backend
+// module (loaded at run time), and is compared with the CPU path by the
+// parity gate before it is used.
 #include "lamina/model/gpu_forward.h"
 
 #include <algorithm>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <sstream>
 
-#include "lamina/cudaexec/executor.h"
-#include "model_desc.h"
+#include "backend/module_loader.h"
 
 namespace lamina::model {
 namespace {
-
-uint32_t default_ctx(const ModelConfig& c) {
-  return c.n_ctx_train > 0 ? std::min<uint32_t>(c.n_ctx_train, 4096) : 4096;
-}
-
-std::vector<cudaexec::StepToken> to_steps(std::span<const TokenInput> batch) {
-  std::vector<cudaexec::StepToken> steps(batch.size());
-  for (std::size_t i = 0; i < batch.size(); ++i)
-    steps[i] = {batch[i].token, batch[i].pos, batch[i].seq, batch[i].logits};
-  return steps;
-}
-
-class GpuForward final : public Forward {
- public:
-  GpuForward(const Model& model, const ForwardOptions& o, const GpuOptions& g)
-      : model_(model),
-        desc_(gpu::describe_for_gpu(model, o.exact_activations)),
-        exec_(desc_, {.device = g.device,
-                      .n_ctx = o.n_ctx ? o.n_ctx : default_ctx(model.config()),
-                      .n_seq = o.n_seq,
-                      .max_batch = o.max_batch,
-                      .max_logit_rows = 0,
-                      .use_graphs = g.use_graphs}) {}
-
-  std::span<const float> decode(std::span<const TokenInput> batch) override {
-    const auto steps = to_steps(batch);
-    std::size_t wanted = 0;
-    for (const auto& t : batch) wanted += t.logits ? 1 : 0;
-    logits_.resize(wanted * model_.config().n_vocab);
-    run([&] { exec_.forward(steps, logits_.data()); });
-    return logits_;
-  }
-
-  std::vector<int32_t> decode_greedy(std::span<const TokenInput> batch) override {
-    const auto steps = to_steps(batch);
-    std::vector<int32_t> ids(static_cast<std::size_t>(std::count_if(
-        batch.begin(), batch.end(), [](const TokenInput& t) { return t.logits; })));
-    run([&] { exec_.forward_argmax(steps, ids.data()); });
-    return ids;
-  }
-
-  std::vector<float> trace_last_token(std::span<const TokenInput> batch, std::vector<float>& logits) override {
-    const auto steps = to_steps(batch);
-    std::vector<float> trace;
-    run([&] { trace = exec_.trace_last_token(steps, logits); });
-    return trace;
-  }
-
-  const ModelConfig& config() const override { return model_.config(); }
-  uint32_t n_ctx() const override { return exec_.n_ctx(); }
-  uint32_t n_seq() const override { return exec_.n_seq(); }
-  std::size_t kv_cache_bytes() const override { return exec_.memory_use().kv_cache; }
-  std::string backend_name() const override { return "CUDA (" + exec_.device().name + ")"; }
-  std::string device_memory_report() const override {
-    const auto m = exec_.memory_use();
-    std::ostringstream s;
-    s << "GPU memory: weights " << (m.weights >> 20) << " MiB + KV cache " << (m.kv_cache >> 20)
-      << " MiB + workspace " << (m.workspace >> 20) << " MiB = " << ((m.weights + m.kv_cache + m.workspace) >> 20)
-      << " MiB; graphs " << (exec_.graphs_enabled() ? "on" : "off") << " (" << exec_.graphs_captured()
-      << " captured)";
-    return s.str();
-  }
-
- private:
-  // libcudaexec reports with CudaError; callers of libmodel see ModelError.
-  template <typename F>
-  void run(F&& f) {
-    try {
-      f();
-    } catch (const cudaexec::CudaError& e) {
-      throw ModelError(e.what());
-    }
-  }
-
-  const Model& model_;
-  cudaexec::ModelDesc desc_;
-  cudaexec::Executor exec_;
-  std::vector<float> logits_;
-};
 
 double cosine(const float* a, const float* b, std::size_t n) {
   double ab = 0, aa = 0, bb = 0;
@@ -147,6 +68,10 @@ ParityReport check_parity(const Model& model, Forward& gpu, const ForwardOptions
   return r;
 }
 
+const backend::Loaded& cuda_backend(const GpuOptions& gpu) {
+  return backend::load(backend::module_path(gpu.backend_dir, backend::kCudaModuleName));
+}
+
 }  // namespace
 
 std::string ParityReport::summary() const {
@@ -165,7 +90,10 @@ std::string ParityReport::summary() const {
   return s.str();
 }
 
-bool gpu_available() { return cudaexec::device_count() > 0; }
+bool gpu_available(const GpuOptions& gpu) {
+  const backend::Loaded& b = cuda_backend(gpu);
+  return b.api && b.api->device_count() > 0;
+}
 
 double default_parity_cosine(const Model& model) {
   const auto is_float = [](quant::QuantFormat f) {
@@ -180,26 +108,17 @@ double default_parity_cosine(const Model& model) {
   return all_float ? 0.9999 : 0.99;
 }
 
-std::string gpu_description() {
-  const int n = cudaexec::device_count();
-  if (n == 0) return "no CUDA device visible";
-  std::ostringstream s;
-  for (int i = 0; i < n; ++i) {
-    const auto d = cudaexec::device_info(i);
-    s << (i ? "; " : "") << i << ": " << d.name << ", " << (d.total_bytes >> 30) << " GiB, cc " << d.cc_major << "."
-      << d.cc_minor;
-  }
-  return s.str();
+std::string gpu_description(const GpuOptions& gpu) {
+  const backend::Loaded& b = cuda_backend(gpu);
+  return b.api ? b.api->describe_devices() : b.error;
 }
 
 std::unique_ptr<Forward> make_gpu_forward(const Model& model, const ForwardOptions& options, const GpuOptions& gpu,
                                           ParityReport* report) {
-  std::unique_ptr<Forward> fwd;
-  try {
-    fwd = std::make_unique<GpuForward>(model, options, gpu);
-  } catch (const cudaexec::CudaError& e) {
-    throw ModelError(e.what());
-  }
+  const backend::Loaded& b = cuda_backend(gpu);
+  if (!b.api) throw ModelError("the GPU is not available: " + b.error);
+  if (b.api->device_count() == 0) throw ModelError("the GPU is not available: " + b.api->describe_devices());
+  std::unique_ptr<Forward> fwd = b.api->make_forward(model, options, gpu, backend::host());
   if (!gpu.parity_check) return fwd;
   const double threshold = gpu.parity_min_cosine > 0 ? gpu.parity_min_cosine : default_parity_cosine(model);
   ParityReport r = check_parity(model, *fwd, options, threshold);

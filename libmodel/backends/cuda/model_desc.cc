@@ -2,9 +2,6 @@
 
 #include <cmath>
 
-#include "cpu/ops.h"
-#include "rope.h"
-
 namespace lamina::model::gpu {
 namespace {
 
@@ -17,7 +14,7 @@ cudaexec::HostVector vector(const Vector& v) { return {v.data, v.n}; }
 
 }  // namespace
 
-cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations) {
+cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations, const backend::Host& host) {
   const ModelConfig& c = model.config();
   const Weights& w = model.weights();
   const ArchSpec& a = *c.arch;
@@ -57,14 +54,14 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations)
   d.n_vocab = c.n_vocab;
   d.norm_eps = c.norm_eps;
   d.rope_dims = c.rope.n_dims;
-  d.rope_inv_freq = rope_inverse_frequencies(c, w, false);
-  d.rope_inv_freq_local = rope_inverse_frequencies(c, w, true);
-  d.rope_magnitude = rope_magnitude(c);
+  d.rope_inv_freq = host.rope_inverse_frequencies(c, w, false);
+  d.rope_inv_freq_local = host.rope_inverse_frequencies(c, w, true);
+  d.rope_magnitude = host.rope_magnitude(c);
   d.attn_scale = c.attn_scale;
   d.attn_softcap = c.attn_softcap;
   d.final_softcap = c.final_softcap;
   d.embed_scale = a.scale_embeddings ? std::sqrt(static_cast<float>(c.n_embd)) : 1.0f;
-  d.gelu_f16_table = exact_activations ? nullptr : cpu::gelu_f16_table_data();
+  d.gelu_f16_table = exact_activations ? nullptr : host.gelu_f16_table();
 
   d.token_embd = matrix(w.token_embd);
   d.position_embd = matrix(w.position_embd);

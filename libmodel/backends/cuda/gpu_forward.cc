@@ -1,0 +1,128 @@
+// The CUDA backend module: the GPU forward pass over libcudaexec, which
+// libmodel loads at run time (backend/module_abi.h) and checks against its
+// CPU path (the parity gate) before it is used.
+#include <algorithm>
+#include <sstream>
+
+#include "backend/module_abi.h"
+#include "backend_config.h"  // LAMINA_VERSION
+#include "lamina/cudaexec/executor.h"
+#include "model_desc.h"
+
+namespace lamina::model {
+namespace {
+
+uint32_t default_ctx(const ModelConfig& c) {
+  return c.n_ctx_train > 0 ? std::min<uint32_t>(c.n_ctx_train, 4096) : 4096;
+}
+
+std::vector<cudaexec::StepToken> to_steps(std::span<const TokenInput> batch) {
+  std::vector<cudaexec::StepToken> steps(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    steps[i] = {batch[i].token, batch[i].pos, batch[i].seq, batch[i].logits};
+  return steps;
+}
+
+class GpuForward final : public Forward {
+ public:
+  GpuForward(const Model& model, const ForwardOptions& o, const GpuOptions& g, const backend::Host& host)
+      : model_(model),
+        desc_(gpu::describe_for_gpu(model, o.exact_activations, host)),
+        exec_(desc_, {.device = g.device,
+                      .n_ctx = o.n_ctx ? o.n_ctx : default_ctx(model.config()),
+                      .n_seq = o.n_seq,
+                      .max_batch = o.max_batch,
+                      .max_logit_rows = 0,
+                      .use_graphs = g.use_graphs}) {}
+
+  std::span<const float> decode(std::span<const TokenInput> batch) override {
+    const auto steps = to_steps(batch);
+    std::size_t wanted = 0;
+    for (const auto& t : batch) wanted += t.logits ? 1 : 0;
+    logits_.resize(wanted * model_.config().n_vocab);
+    run([&] { exec_.forward(steps, logits_.data()); });
+    return logits_;
+  }
+
+  std::vector<int32_t> decode_greedy(std::span<const TokenInput> batch) override {
+    const auto steps = to_steps(batch);
+    std::vector<int32_t> ids(static_cast<std::size_t>(std::count_if(
+        batch.begin(), batch.end(), [](const TokenInput& t) { return t.logits; })));
+    run([&] { exec_.forward_argmax(steps, ids.data()); });
+    return ids;
+  }
+
+  std::vector<float> trace_last_token(std::span<const TokenInput> batch, std::vector<float>& logits) override {
+    const auto steps = to_steps(batch);
+    std::vector<float> trace;
+    run([&] { trace = exec_.trace_last_token(steps, logits); });
+    return trace;
+  }
+
+  const ModelConfig& config() const override { return model_.config(); }
+  uint32_t n_ctx() const override { return exec_.n_ctx(); }
+  uint32_t n_seq() const override { return exec_.n_seq(); }
+  std::size_t kv_cache_bytes() const override { return exec_.memory_use().kv_cache; }
+  std::string backend_name() const override { return "CUDA (" + exec_.device().name + ")"; }
+  std::string device_memory_report() const override {
+    const auto m = exec_.memory_use();
+    std::ostringstream s;
+    s << "GPU memory: weights " << (m.weights >> 20) << " MiB + KV cache " << (m.kv_cache >> 20)
+      << " MiB + workspace " << (m.workspace >> 20) << " MiB = " << ((m.weights + m.kv_cache + m.workspace) >> 20)
+      << " MiB; graphs " << (exec_.graphs_enabled() ? "on" : "off") << " (" << exec_.graphs_captured()
+      << " captured)";
+    return s.str();
+  }
+
+ private:
+  // libcudaexec reports with CudaError; callers of libmodel see ModelError.
+  template <typename F>
+  void run(F&& f) {
+    try {
+      f();
+    } catch (const cudaexec::CudaError& e) {
+      throw ModelError(e.what());
+    }
+  }
+
+  const Model& model_;
+  cudaexec::ModelDesc desc_;
+  cudaexec::Executor exec_;
+  std::vector<float> logits_;
+};
+
+int cuda_device_count() { return cudaexec::device_count(); }
+
+std::string describe_cuda_devices() {
+  const int n = cudaexec::device_count();
+  if (n == 0) return "no CUDA device visible";
+  std::ostringstream s;
+  for (int i = 0; i < n; ++i) {
+    const auto d = cudaexec::device_info(i);
+    s << (i ? "; " : "") << i << ": " << d.name << ", " << (d.total_bytes >> 30) << " GiB, cc " << d.cc_major << "."
+      << d.cc_minor;
+  }
+  return s.str();
+}
+
+std::unique_ptr<Forward> make_cuda_forward(const Model& model, const ForwardOptions& options, const GpuOptions& gpu,
+                                           const backend::Host& host) {
+  try {
+    return std::make_unique<GpuForward>(model, options, gpu, host);
+  } catch (const cudaexec::CudaError& e) {
+    throw ModelError(e.what());
+  }
+}
+
+constexpr backend::Api kApi{.device_count = cuda_device_count, .describe_devices = describe_cuda_devices,
+                            .make_forward = make_cuda_forward};
+constexpr backend::Entry kEntry{
+    .abi = backend::kAbi, .version = LAMINA_VERSION, .layout = backend::layout_fingerprint(), .api = &kApi};
+
+}  // namespace
+}  // namespace lamina::model
+
+// The module's one exported symbol (backend::kEntrySymbol).
+extern "C" __attribute__((visibility("default"))) const lamina::model::backend::Entry* lamina_model_backend_entry() {
+  return &lamina::model::kEntry;
+}

@@ -23,10 +23,12 @@ std::string preset_list() {
             (p.n_expert ? ", " + std::to_string(p.n_expert) + " experts (" + std::to_string(p.n_expert_used) +
                               " used)"
                         : "") +
-            (p.sliding_window ? ", window " + std::to_string(p.sliding_window) + " on " +
-                                    std::to_string(p.sliding_window_pattern - 1) + " layers of " +
-                                    std::to_string(p.sliding_window_pattern)
-                              : "") +
+            (!p.sliding_window ? ""
+             : p.sliding_window_pattern > 0
+                 ? ", window " + std::to_string(p.sliding_window) + " on " +
+                       std::to_string(p.sliding_window_pattern - 1) + " layers of " +
+                       std::to_string(p.sliding_window_pattern)
+                 : ", window " + std::to_string(p.sliding_window) + " on even layers") +
             (p.mla ? " + " + std::to_string(p.mla->n_expert_shared) + " shared, latent attention (kv_lora " +
                          std::to_string(p.mla->kv_lora_rank) + "), first " + std::to_string(p.mla->n_dense_lead) +
                          " dense (ffn " + std::to_string(p.mla->n_ff_dense) + ")"

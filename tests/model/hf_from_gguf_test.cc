@@ -489,7 +489,8 @@ TEST_F(HfFromGguf, Deepseek2FolderRunsLikeItsGguf) {
 TEST_F(HfFromGguf, Deepseek2PredictionLayersAreSkipped) {
   if (!fs::exists(kArchs / "deepseek2.f32.gguf")) GTEST_SKIP() << "no deepseek2.f32.gguf";
   const auto add_layer = [](std::vector<HfTensor>& tensors, const std::string& layer) {
-    tensors.push_back({"model.layers." + layer + ".input_layernorm.weight", {256}, std::vector<float>(256, 1.0f)});
+    tensors.push_back(
+        {"model.layers." + layer + ".input_layernorm.weight", {256}, std::vector<float>(256, 1.0f), {}});
   };
   const auto gguf_model = write_folder("deepseek2.f32.gguf", [&](std::vector<HfTensor>& tensors, nlohmann::json& config) {
     config["num_nextn_predict_layers"] = 1;

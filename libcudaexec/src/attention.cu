@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attention_fold.cuh"
 #include "cuda_check.h"
 #include "launch.cuh"
 #include "mma_primitives.cuh"
 
 namespace lamina::cudaexec::detail {
 namespace {
-
-constexpr float kLog2e = 1.4426950408889634f;
 
 struct SpanParams {
   AttentionShape s;
@@ -27,16 +26,6 @@ struct SpanParams {
   float* out = nullptr;
   std::size_t out_stride = 0;
 };
-
-__device__ __forceinline__ uint32_t first_key(const AttentionShape& s, uint32_t pos) {
-  return s.window > 0 && pos + 1 > s.window ? pos + 1 - s.window : 0;
-}
-
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // Dot products q.k as scores in the log2 domain, the soft cap decided once
 // for all of a thread's scores (not per score: that reloads the parameters).
@@ -56,29 +45,6 @@ __device__ __forceinline__ void log2_scores(float (&sc)[N][4], const SpanParams&
 #pragma unroll
       for (int i = 0; i < 4; ++i) sc[nt][i] = __fmul_rn(sc[nt][i], scale_log2);
   }
-}
-
-// The weight of a state with maximum `from` rescaled to maximum `to` (>= from).
-__device__ __forceinline__ float rescale(float from, float to) { return from == to ? 1.0f : exp2_approx(from - to); }
-
-// One step of the left-to-right fold of span states (maximum m, sum l) with
-// the next span's (m_span, l_span): returns the factors for the fold so far
-// (a) and for the span (b), by which both O parts are scaled and added.
-__device__ __forceinline__ void fold_span(float& m, float& l, float m_span, float l_span, float& a, float& b) {
-  const float m_new = fmaxf(m, m_span);
-  a = rescale(m, m_new);
-  b = rescale(m_span, m_new);
-  l = __fmaf_rn(l_span, b, __fmul_rn(l, a));
-  m = m_new;
-}
-
-// A row's output O / l, with the head's sink folded in first as one more
-// span of weight 1 at its logit (in the scores' log2 domain).
-__device__ __forceinline__ float row_output(float o, float m, float l, const AttentionShape& s, uint32_t head) {
-  if (s.sinks == nullptr) return __fdiv_rn(o, l);
-  float a, b;
-  fold_span(m, l, __fmul_rn(s.sinks[head], kLog2e), 1.0f, a, b);
-  return __fdiv_rn(__fmul_rn(o, a), l);
 }
 
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
@@ -442,6 +408,11 @@ __global__ void attention_combine_kernel(const SpanParams p) {
   }
 }
 
+void launch_combine(const SpanParams& p, uint32_t n_rows, cudaStream_t stream) {
+  launch_kernel(attention_combine_kernel, dim3(n_rows, p.s.n_head), dim3(p.s.head_dim_v <= 64 ? 64 : 128), 0, stream,
+                p);
+}
+
 template <int D, int W, bool kPerTile>
 void launch_spans(const SpanParams& p, uint32_t n_tiles, cudaStream_t stream) {
   constexpr int kRows = 16 * W;
@@ -532,7 +503,7 @@ void attention(const AttentionShape& shape, const KvView& kv, uint32_t layer, co
   p.pos = pos;
   p.tiles = tiles;
   p.n_spans = plan.n_spans;
-  p.scale_log2 = static_cast<float>(static_cast<double>(shape.scale) * 1.4426950408889634);
+  p.scale_log2 = scale_log2(shape);
   p.records = workspace;
   p.out = out;
   p.out_stride = out_stride;
@@ -545,10 +516,20 @@ void attention(const AttentionShape& shape, const KvView& kv, uint32_t layer, co
   } else {
     launch_spans_for_width<4, false>(p, plan.n_tiles, stream);
   }
-  if (plan.n_spans > 1 && !per_tile) {
-    launch_kernel(attention_combine_kernel, dim3(n_rows, shape.n_head), dim3(shape.head_dim_v <= 64 ? 64 : 128), 0,
-                  stream, p);
-  }
+  if (plan.n_spans > 1 && !per_tile) launch_combine(p, n_rows, stream);
+}
+
+void fold_attention_spans(const AttentionShape& shape, const uint32_t* pos, uint32_t n_rows, uint32_t n_spans,
+                          float* records, float* out, std::size_t out_stride, cudaStream_t stream) {
+  if (n_rows == 0 || n_spans < 2) return;
+  SpanParams p;
+  p.s = shape;
+  p.pos = pos;
+  p.n_spans = n_spans;
+  p.records = records;
+  p.out = out;
+  p.out_stride = out_stride;
+  launch_combine(p, n_rows, stream);
 }
 
 }  // namespace lamina::cudaexec::detail

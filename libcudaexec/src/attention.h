@@ -94,4 +94,11 @@ void attention(const AttentionShape& shape, const KvView& kv, uint32_t layer, co
                const uint32_t* seq, const uint32_t* pos, const AttentionTile* tiles, uint32_t n_rows,
                const AttentionPlan& plan, float* workspace, float* out, std::size_t out_stride, cudaStream_t stream);
 
+// The span records another attention kernel left (the layout attention
+// uses: per row, head and span (m, l, O[head_dim_v]), scores in the log2
+// domain) folded left to right into out, for the rows whose keys lie in
+// more than one span; the others' outputs are left as they are.
+void fold_attention_spans(const AttentionShape& shape, const uint32_t* pos, uint32_t n_rows, uint32_t n_spans,
+                          float* records, float* out, std::size_t out_stride, cudaStream_t stream);
+
 }  // namespace lamina::cudaexec::detail

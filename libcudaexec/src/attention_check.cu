@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attention.h"
+#include "latent_attention.h"
 #include "cuda_check.h"
 #include "device_memory.h"
 #include "launch_timing.h"
@@ -139,6 +140,37 @@ std::vector<float> check_attention(const AttentionCheck& c, const float* q, cons
   run.enqueue();
   LAMINA_CUDA_CHECK(cudaGetLastError());
   return run.output();
+}
+
+std::vector<float> check_latent_attention(const LatentAttentionCheck& c, const float* q, const float* keys,
+                                          bool decode) {
+  const uint32_t n_ctx = c.past + c.n_rows, n_spans = detail::attention_spans(n_ctx - 1);
+  const detail::AttentionShape shape{c.n_head, 1, c.key_dim, c.value_dim, c.scale};
+  const std::size_t q_row = std::size_t{c.n_head} * c.key_dim, out_row = std::size_t{c.n_head} * c.value_dim;
+  DeviceArray<float> q_dev(c.n_rows * q_row), out(c.n_rows * out_row);
+  DeviceArray<__half> k_dev(std::size_t{n_ctx} * c.key_dim);
+  DeviceArray<uint32_t> seq(c.n_rows), pos(c.n_rows);
+  DeviceArray<float> workspace(detail::attention_workspace_floats(shape, c.n_rows, n_spans));
+  q_dev.upload(std::vector<float>(q, q + c.n_rows * q_row));
+  k_dev.upload(to_half(keys, std::size_t{n_ctx} * c.key_dim));
+  seq.upload(std::vector<uint32_t>(c.n_rows, 0));
+  std::vector<uint32_t> positions(c.n_rows);
+  for (uint32_t r = 0; r < c.n_rows; ++r) positions[r] = c.past + r;
+  pos.upload(positions);
+  LAMINA_CUDA_CHECK(cudaMemset(out.get(), 0xFF, c.n_rows * out_row * sizeof(float)));
+  const detail::KvView kv{k_dev.get(), nullptr, 1, n_ctx, c.key_dim, 0};
+  if (decode) {
+    for (uint32_t r = 0; r < c.n_rows; ++r)
+      detail::latent_attention(shape, kv, 0, q_dev.get() + r * q_row, q_row, seq.get() + r, pos.get() + r, 1, n_spans,
+                               workspace.get(), out.get() + r * out_row, out_row, nullptr);
+  } else {
+    // Spans of the latest position only, as the executor plans a chunk.
+    detail::latent_attention(shape, kv, 0, q_dev.get(), q_row, seq.get(), pos.get(), c.n_rows, n_spans,
+                             workspace.get(), out.get(), out_row, nullptr);
+  }
+  LAMINA_CUDA_CHECK(cudaGetLastError());
+  LAMINA_CUDA_CHECK(cudaDeviceSynchronize());
+  return out.download();
 }
 
 double time_attention_us(const AttentionCheck& c, AttentionSplit split, int reps) {

@@ -5,8 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "lamina/quant/reference.h"
-
 #include "matmul.h"
 
 namespace lamina::cudaexec::detail {
@@ -91,27 +89,6 @@ class Placer {
     return {m.format, dst, m.n_in, m.n_out, 1};
   }
 
-  // The transposes of an expert stack's matrices, dequantized and stacked
-  // as one F32 matrix: n_expert x [n_out -> n_in] becomes [n_out -> n_expert * n_in].
-  DeviceMatrix transposed_stack(const HostMatrix& m, const std::string& name) {
-    if (!m) return {};
-    const std::size_t values = std::size_t{m.n_in} * m.n_out * m.n_expert;
-    float* dst = layout_.take<float>(values);
-    if (upload_) {
-      const std::size_t row = quant::row_bytes(m.format, m.n_in);
-      std::vector<float> in(m.n_in), host(values);
-      for (uint32_t e = 0; e < m.n_expert; ++e)
-        for (uint32_t o = 0; o < m.n_out; ++o) {
-          const std::size_t at = std::size_t{e} * m.n_out + o;
-          quant::dequantize_row_ref(m.format, static_cast<const std::byte*>(m.data) + at * row, in.data(), m.n_in);
-          // Output (e, i) of the transposed stack reads input o.
-          for (uint32_t i = 0; i < m.n_in; ++i) host[(std::size_t{e} * m.n_in + i) * m.n_out + o] = in[i];
-        }
-      copy(dst, host.data(), values * sizeof(float), name);
-    }
-    return {quant::QuantFormat::F32, dst, m.n_out, m.n_in * m.n_expert, 1};
-  }
-
  private:
   void copy(void* dst, const void* src, std::size_t bytes, const std::string& name) {
     const cudaError_t err = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
@@ -149,11 +126,8 @@ void place_all(const ModelDesc& model, Placer& p, DeviceWeights& w) {
       d.wq = l.wq_b ? p.tail_rows_first(l.wq_b, head, a.rope_dim, n + "attn_q_b") : d.wq;
       d.wkv_a = p.matrix(l.wkv_a, n + "attn_kv_a_mqa");
       d.kv_a_norm = p.vector(l.kv_a_norm, n + "attn_kv_a_norm");
-      d.wk_b = p.transposed_stack(l.wk_b, n + "attn_k_b");
-      HostMatrix v_b = l.wv_b;  // the heads' expansions as one product
-      v_b.n_out *= v_b.n_expert;
-      v_b.n_expert = 1;
-      d.wv_b = p.matrix(v_b, n + "attn_v_b");
+      d.wk_b = p.matrix(l.wk_b, n + "attn_k_b");
+      d.wv_b = p.matrix(l.wv_b, n + "attn_v_b");
     } else if (stackable(l.wq, l.wk, l.wv) && (l.bq && l.bk && l.bv || !l.bq && !l.bk && !l.bv)) {
       // One product for Q, K and V: fewer launches, more blocks for K and V.
       d.wqkv = p.stacked({&l.wq, &l.wk, &l.wv}, n + "attn_q/k/v");

@@ -37,8 +37,8 @@ struct DeviceLayer {
   const float *router_bias = nullptr, *gate_exps_bias = nullptr, *up_exps_bias = nullptr, *down_exps_bias = nullptr;
   const float* expert_selection_bias = nullptr;
   DeviceMatrix gate_shexp, up_shexp, down_shexp;
-  // Latent attention: wq holds each head's rotated rows first; wk_b the
-  // heads' [latent -> nope] expansions (F32), wv_b their [latent -> value] ones.
+  // Latent attention: wq holds each head's rotated rows first; wk_b and wv_b
+  // are the stacks of per-head matrices [nope -> kv_lora] and [kv_lora -> value].
   DeviceMatrix wq_a, wkv_a, wk_b, wv_b;
   const float *q_a_norm = nullptr, *kv_a_norm = nullptr;
 };

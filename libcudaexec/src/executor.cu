@@ -11,6 +11,7 @@
 #include "device_memory.h"
 #include "device_weights.h"
 #include "forward_step.h"
+#include "latent_attention.h"
 #include "ops.h"
 
 namespace lamina::cudaexec {
@@ -97,11 +98,12 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
                                         m.n_expert_used > m.n_expert))
     throw CudaError("model: a mixture of experts needs 1 <= n_expert_used <= n_expert <= " +
                     std::to_string(kMaxExperts));
+  const bool latent = m.mla.kv_lora_rank > 0;
   if (const LatentAttentionDesc& a = m.mla;
-      a.kv_lora_rank > 0 && (m.n_head_kv != m.n_head || m.head_dim_k != a.nope_dim + a.rope_dim ||
-                             m.head_dim_v != a.value_dim || m.rope_dims != a.rope_dim))
-    throw CudaError("model: latent attention runs expanded (n_head_kv = n_head, head_dim_k = nope + rope, "
-                    "head_dim_v = value, rope_dims = rope)");
+      latent && (m.n_head_kv != 1 || m.head_dim_k != a.kv_lora_rank + a.rope_dim || m.head_dim_v != a.kv_lora_rank ||
+                 m.rope_dims != a.rope_dim))
+    throw CudaError("model: latent attention runs absorbed (n_head_kv = 1, head_dim_k = kv_lora + rope, "
+                    "head_dim_v = kv_lora, rope_dims = rope)");
 
   if (m.rope != RopeKind::None) {
     const bool local_ok = m.rope_inv_freq_local.empty() || m.rope_inv_freq_local.size() == m.rope_dims / 2;
@@ -121,7 +123,8 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
   sizes.max_logit_rows = std::min(o.max_batch, o.max_logit_rows ? o.max_logit_rows : std::max(o.n_seq, 64u));
   sizes.max_spans = attention_spans(o.n_ctx - 1);
   attention_shape = {m.n_head, m.n_head_kv, m.head_dim_k, m.head_dim_v};
-  if (const char* why = attention_unsupported(attention_shape); *why != '\0')
+  if (const char* why = latent ? latent_attention_unsupported(attention_shape) : attention_unsupported(attention_shape);
+      *why != '\0')
     throw CudaError(std::string("the GPU attention does not support ") + why + " (head sizes " +
                     std::to_string(m.head_dim_k) + "/" + std::to_string(m.head_dim_v) + ", " +
                     std::to_string(m.n_head) + " query heads, " + std::to_string(m.n_head_kv) + " KV heads)");
@@ -132,7 +135,7 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
   kv.n_layer = m.n_layer;
   kv.n_ctx = o.n_ctx;
   kv.k_dim = m.n_head_kv * m.head_dim_k;
-  kv.v_dim = m.n_head_kv * m.head_dim_v;
+  kv.v_dim = latent ? 0 : m.n_head_kv * m.head_dim_v;  // latent attention's values lie in its keys
   const std::size_t kv_elems = std::size_t{o.n_seq} * m.n_layer * o.n_ctx;
   const std::size_t kv_bytes = kv_elems * (kv.k_dim + kv.v_dim) * sizeof(__half);
   BumpLayout measure;
@@ -169,8 +172,7 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
   if (m.gelu_f16_table)
     LAMINA_CUDA_CHECK(cudaMemcpy(buffers.gelu_table, m.gelu_f16_table, 65536 * 2, cudaMemcpyHostToDevice));
   step = std::make_unique<ForwardStep>(model, weights, kv, buffers);
-  // A mixture of experts routes on the host between kernels: no graph.
-  graphs_ok = o.use_graphs && !is_mixture_of_experts(m.ffn);
+  graphs_ok = o.use_graphs;
 }
 
 Executor::Impl::~Impl() {

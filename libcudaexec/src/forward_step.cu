@@ -54,8 +54,12 @@ StepBuffers layout_step_buffers(const ModelDesc& m, const StepSizes& s, BumpLayo
   AttentionShape shape{m.n_head, m.n_head_kv, m.head_dim_k, m.head_dim_v};
   b.attention = layout.take<float>(attention_workspace_floats(shape, s.max_rows, s.max_spans));
   // The widest activation row: f32 (the float formats) is the largest layout.
-  const uint32_t max_in = std::max({m.n_embd, m.n_ff, m.n_head * m.head_dim_v});
-  const std::size_t act_bytes = R * activation_row_stride(quant::QuantFormat::F32, max_in);
+  // (Latent attention quantizes n_head rows per row, of nope and of kv_lora values.)
+  const uint32_t max_in = std::max({m.n_embd, m.n_ff, m.n_head * m.head_dim_v, m.n_head * m.mla.nope_dim});
+  // (A mixture quantizes n_expert_used rows per row, for its experts.)
+  const std::size_t act_bytes =
+      std::max(R * activation_row_stride(quant::QuantFormat::F32, max_in),
+               R * m.n_expert_used * activation_row_stride(quant::QuantFormat::F32, std::max(m.n_embd, m.n_ff_expert)));
   b.act[0] = layout.take<std::byte>(act_bytes);
   b.act[1] = layout.take<std::byte>(act_bytes);
   const uint32_t half = std::max<uint32_t>(1, m.rope_dims / 2);
@@ -68,8 +72,11 @@ StepBuffers layout_step_buffers(const ModelDesc& m, const StepSizes& s, BumpLayo
   if (m.n_expert > 0) {
     const std::size_t K = m.n_expert_used;
     b.moe_logits = layout.take<float>(R * m.n_expert);
-    b.moe_in = layout.take<float>(R * m.n_embd);
-    b.moe_down = layout.take<float>(R * m.n_embd);
+    b.moe_first = layout.take<uint32_t>(m.n_expert + 1);
+    b.moe_in = layout.take<float>(R * K * m.n_embd);
+    b.moe_gate = layout.take<float>(R * K * m.n_ff_expert);
+    b.moe_up = layout.take<float>(R * K * m.n_ff_expert);
+    b.moe_down = layout.take<float>(R * K * m.n_embd);
     b.moe_out = layout.take<float>(R * K * m.n_embd);
     b.moe_weights = layout.take<float>(R * K);
     b.moe_rows = layout.take<int32_t>(R * K);
@@ -79,8 +86,8 @@ StepBuffers layout_step_buffers(const ModelDesc& m, const StepSizes& s, BumpLayo
   }
   if (const LatentAttentionDesc& a = m.mla; a.kv_lora_rank > 0) {
     b.mla_a = layout.take<float>(R * std::max(a.q_lora_rank, a.kv_lora_rank + a.rope_dim));
-    b.mla_latent = layout.take<float>(R * std::max(a.q_lora_rank, a.kv_lora_rank));
-    b.mla_knope = layout.take<float>(R * m.n_head * a.nope_dim);
+    b.mla_q_a = layout.take<float>(R * a.q_lora_rank);
+    b.mla_heads = layout.take<float>(R * m.n_head * std::max(a.nope_dim, a.value_dim));
   }
   return b;
 }
@@ -91,59 +98,39 @@ ForwardStep::ForwardStep(const ModelDesc& model, const DeviceWeights& weights, c
 
 void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
-  const uint32_t E = m_.n_expert, K = m_.n_expert_used, D = m_.n_embd, F = m_.n_ff_expert;
+  const uint32_t E = m_.n_expert, K = m_.n_expert_used, D = m_.n_embd, F = m_.n_ff_expert, NK = n * K;
   linear(l.router, b_.h, n, b_.moe_logits, E, l.router_bias, nullptr, stream);
   route_experts(b_.moe_logits, n, E, K, m_.routing, l.expert_selection_bias, b_.moe_chosen, b_.moe_chosen_w, stream);
-  // Sized on first use for the largest batch seen; no allocation afterwards.
-  const std::size_t NK = std::size_t{n} * K;
-  if (host_rows_.size() < NK) {
-    host_rows_.resize(NK);
-    host_slots_.resize(NK);
-    host_weights_.resize(NK);
-    host_chosen_.resize(NK);
-    host_chosen_w_.resize(NK);
-  }
-  LAMINA_CUDA_CHECK(
-      cudaMemcpyAsync(host_chosen_.data(), b_.moe_chosen, NK * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
-  LAMINA_CUDA_CHECK(
-      cudaMemcpyAsync(host_chosen_w_.data(), b_.moe_chosen_w, NK * sizeof(float), cudaMemcpyDeviceToHost, stream));
-  LAMINA_CUDA_CHECK(cudaStreamSynchronize(stream));
-  // Rows grouped by expert: which batch row, which output slot, which weight.
-  std::size_t count = 0;
-  uint32_t first[kMaxExperts + 1];
-  for (uint32_t e = 0; e < E; ++e) {
-    first[e] = static_cast<uint32_t>(count);
-    for (uint32_t t = 0; t < n; ++t)
-      for (uint32_t r = 0; r < K; ++r)
-        if (host_chosen_[t * K + r] == static_cast<int32_t>(e)) {
-          host_rows_[count] = static_cast<int32_t>(t);
-          host_slots_[count] = static_cast<int32_t>(t * K + r);
-          host_weights_[count] = host_chosen_w_[t * K + r];
-          ++count;
-        }
-  }
-  first[E] = static_cast<uint32_t>(count);
-  LAMINA_CUDA_CHECK(cudaMemcpyAsync(b_.moe_rows, host_rows_.data(), count * 4, cudaMemcpyHostToDevice, stream));
-  LAMINA_CUDA_CHECK(cudaMemcpyAsync(b_.moe_slots, host_slots_.data(), count * 4, cudaMemcpyHostToDevice, stream));
-  LAMINA_CUDA_CHECK(cudaMemcpyAsync(b_.moe_weights, host_weights_.data(), count * 4, cudaMemcpyHostToDevice, stream));
-  // The host vectors must stay untouched until the copies are done.
-  LAMINA_CUDA_CHECK(cudaStreamSynchronize(stream));
-
-  for (uint32_t e = 0; e < E; ++e) {
-    const uint32_t m = first[e + 1] - first[e];
-    if (m == 0) continue;
-    copy_rows(b_.h, D, b_.moe_rows + first[e], D, m, b_.moe_in, D, stream);
-    forget_activations();
-    const auto bias = [e](const float* b, uint32_t width) { return b ? b + std::size_t{e} * width : nullptr; };
-    linear(l.gate_exps.expert(e), b_.moe_in, m, b_.gate, F, bias(l.gate_exps_bias, F), nullptr, stream);
-    linear(l.up_exps.expert(e), b_.moe_in, m, b_.up, F, bias(l.up_exps_bias, F), nullptr, stream);
-    const FfnKind act = m_.ffn == FfnKind::MoeSwigluOai ? FfnKind::MoeSwigluOai : FfnKind::GatedSilu;
-    gated_activation(act, b_.gate, b_.up, F, F, m, nullptr, b_.gate, F, stream);
-    forget_activations();
-    linear(l.down_exps.expert(e), b_.gate, m, b_.moe_down, D, bias(l.down_exps_bias, D), nullptr, stream);
-    scatter_scaled_rows(b_.moe_down, D, b_.moe_slots + first[e], b_.moe_weights + first[e], D, m, b_.moe_out, D,
-                        stream);
-  }
+  // The n * K (token, expert) pairs grouped by expert on the device; each
+  // expert's products then run on its rows in one grouped launch.
+  group_expert_rows(b_.moe_chosen, b_.moe_chosen_w, n, K, E, b_.moe_first, b_.moe_rows, b_.moe_slots,
+                    b_.moe_weights, stream);
+  copy_rows(b_.h, D, b_.moe_rows, D, NK, b_.moe_in, D, stream);
+  forget_activations();
+  const auto experts = [&](const DeviceMatrix& w, const float* bias, const float* x, float* y) {
+    MatmulArgs a;
+    a.format = w.format;
+    a.w = w.data;
+    a.n_in = w.n_in;
+    a.n_out = w.n_out;
+    a.act = quantized_input(w, x, NK, stream);
+    a.n_rows = n;  // an expert takes each token at most once
+    a.y = y;
+    a.y_stride = w.n_out;
+    a.bias = bias;
+    a.n_batch = E;
+    a.w_batch_bytes = std::size_t{w.n_out} * quant::row_bytes(w.format, w.n_in);
+    a.bias_batch_stride = w.n_out;
+    a.batch_rows = b_.moe_first;
+    matmul(a, stream);
+  };
+  experts(l.gate_exps, l.gate_exps_bias, b_.moe_in, b_.moe_gate);
+  experts(l.up_exps, l.up_exps_bias, b_.moe_in, b_.moe_up);
+  const FfnKind act = m_.ffn == FfnKind::MoeSwigluOai ? FfnKind::MoeSwigluOai : FfnKind::GatedSilu;
+  gated_activation(act, b_.moe_gate, b_.moe_up, F, F, NK, nullptr, b_.moe_gate, F, stream);
+  forget_activations();
+  experts(l.down_exps, l.down_exps_bias, b_.moe_gate, b_.moe_down);
+  scatter_scaled_rows(b_.moe_down, D, b_.moe_slots, b_.moe_weights, D, NK, b_.moe_out, D, stream);
   forget_activations();
   sum_row_groups(b_.moe_out, K, D, n, b_.proj, D, stream);
   if (l.gate_shexp) {
@@ -156,24 +143,26 @@ void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
   }
 }
 
+const void* ForwardStep::quantized_input(const DeviceMatrix& w, const float* x, uint32_t n_rows,
+                                         cudaStream_t stream) {
+  const quant::QuantFormat f = activation_format(w.format);
+  for (int i = 0; i < 2; ++i)
+    if (slots_[i].src == x && slots_[i].format == f) return b_.act[i];
+  const uint32_t slot = next_slot_;
+  next_slot_ ^= 1u;
+  quantize_activations(f, x, w.n_in, w.n_in, n_rows, b_.act[slot], stream);
+  slots_[slot] = {x, f};
+  return b_.act[slot];
+}
+
 void ForwardStep::linear(const DeviceMatrix& w, const float* x, uint32_t n, float* y, std::size_t y_stride,
                          const float* bias, const float* residual, cudaStream_t stream) {
-  const quant::QuantFormat f = activation_format(w.format);
-  int slot = -1;
-  for (int i = 0; i < 2; ++i)
-    if (slots_[i].src == x && slots_[i].format == f) slot = i;
-  if (slot < 0) {
-    slot = static_cast<int>(next_slot_);
-    next_slot_ ^= 1u;
-    quantize_activations(f, x, w.n_in, w.n_in, n, b_.act[slot], stream);
-    slots_[slot] = {x, f};
-  }
   MatmulArgs a;
   a.format = w.format;
   a.w = w.data;
   a.n_in = w.n_in;
   a.n_out = w.n_out;
-  a.act = b_.act[slot];
+  a.act = quantized_input(w, x, n, stream);
   a.n_rows = n;
   a.y = y;
   a.y_stride = y_stride;
@@ -214,62 +203,38 @@ void ForwardStep::activate(FfnKind kind, const DeviceMatrix& next, const float* 
   gated_activation(kind, gate, up, in_stride, ff, n, b_.gelu_table, out, ff, stream);
 }
 
-void ForwardStep::latent_qkv(const DeviceLayer& l, uint32_t n, float* q, float* k, float* v, std::size_t F,
-                             cudaStream_t stream) {
-  const LatentAttentionDesc& a = m_.mla;
-  const uint32_t latent_k = a.kv_lora_rank + a.rope_dim;
-  if (l.wq_a) {
-    linear(l.wq_a, b_.h, n, b_.mla_a, a.q_lora_rank, nullptr, nullptr, stream);
-    norm_rows(NormKind::Rms, b_.mla_a, a.q_lora_rank, nullptr, l.q_a_norm, nullptr, m_.norm_eps, a.q_lora_rank, n,
-              b_.mla_latent, a.q_lora_rank, false, stream);
-    forget_activations();
-    linear(l.wq, b_.mla_latent, n, q, F, nullptr, nullptr, stream);
-  } else {
-    linear(l.wq, b_.h, n, q, F, nullptr, nullptr, stream);
-  }
-  linear(l.wkv_a, b_.h, n, b_.mla_a, latent_k, nullptr, nullptr, stream);
-  norm_rows(NormKind::Rms, b_.mla_a, latent_k, nullptr, l.kv_a_norm, nullptr, m_.norm_eps, a.kv_lora_rank, n,
-            b_.mla_latent, a.kv_lora_rank, false, stream);
-  // The latent as the f16 cache of the CPU's absorbed form holds it, so
-  // both expand the same values.
-  round_to_half(b_.mla_latent, a.kv_lora_rank, a.kv_lora_rank, n, stream);
-  forget_activations();
-  linear(l.wk_b, b_.mla_latent, n, b_.mla_knope, std::size_t{m_.n_head} * a.nope_dim, nullptr, nullptr, stream);
-  linear(l.wv_b, b_.mla_latent, n, v, F, nullptr, nullptr, stream);
-  assemble_latent_keys(b_.mla_a, latent_k, a.kv_lora_rank, b_.mla_knope, m_.n_head, a.rope_dim, a.nope_dim, n, k, F,
-                       stream);
-}
-
 void ForwardStep::attention_block(uint32_t layer, uint32_t n, const AttentionPlan& launch, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
   const uint32_t E = m_.n_embd, F = qkv_dim(m_), qd = q_dim(m_), kd = k_dim(m_);
   norm_input(l.wq_a ? l.wq_a : l.wqkv ? l.wqkv : l.wq, l.attn_norm, l.attn_norm_bias, nullptr, n, stream);
-  float* q = b_.qkv;
-  float* k = b_.qkv + qd;
-  float* v = b_.qkv + qd + kd;
-  if (l.wkv_a) {
-    latent_qkv(l, n, q, k, v, F, stream);
-  } else if (l.wqkv) {
-    linear(l.wqkv, b_.h, n, q, F, l.bqkv, nullptr, stream);
-  } else {
-    linear(l.wq, b_.h, n, q, F, l.bq, nullptr, stream);
-    linear(l.wk, b_.h, n, k, F, l.bk, nullptr, stream);
-    linear(l.wv, b_.h, n, v, F, l.bv, nullptr, stream);
-  }
-  const QkvShape shape{m_.n_head, m_.n_head_kv, m_.head_dim_k, m_.head_dim_v, m_.rope_dims, m_.rope, m_.norm_eps};
   const double2* rope = m_.layers[layer].rope_local ? b_.rope_local : b_.rope;
-  prepare_qkv(shape, q, k, v, F, n, l.q_norm, l.k_norm, rope, b_.pos, b_.seq, kv_, layer, stream);
-
-  const std::size_t out_stride = std::size_t{m_.n_head} * m_.head_dim_v;
-  attention(attention_shape(m_, m_.layers[layer], l), kv_, layer, q, F, b_.seq, b_.pos, b_.tiles, n, launch,
-            b_.attention, b_.attn_out, out_stride, stream);
+  const float* heads = b_.attn_out;
+  if (l.wkv_a) {
+    heads = latent_attention_block(layer, n, launch.n_spans, rope, stream);
+  } else {
+    float* q = b_.qkv;
+    float* k = b_.qkv + qd;
+    float* v = b_.qkv + qd + kd;
+    if (l.wqkv) {
+      linear(l.wqkv, b_.h, n, q, F, l.bqkv, nullptr, stream);
+    } else {
+      linear(l.wq, b_.h, n, q, F, l.bq, nullptr, stream);
+      linear(l.wk, b_.h, n, k, F, l.bk, nullptr, stream);
+      linear(l.wv, b_.h, n, v, F, l.bv, nullptr, stream);
+    }
+    const QkvShape shape{m_.n_head, m_.n_head_kv, m_.head_dim_k, m_.head_dim_v, m_.rope_dims, m_.rope, m_.norm_eps};
+    prepare_qkv(shape, q, k, v, F, n, l.q_norm, l.k_norm, rope, b_.pos, b_.seq, kv_, layer, stream);
+    const std::size_t out_stride = std::size_t{m_.n_head} * m_.head_dim_v;
+    attention(attention_shape(m_, m_.layers[layer], l), kv_, layer, q, F, b_.seq, b_.pos, b_.tiles, n, launch,
+              b_.attention, b_.attn_out, out_stride, stream);
+  }
   forget_activations();
   if (l.post_attn_norm) {
-    linear(l.wo, b_.attn_out, n, b_.proj, E, l.bo, nullptr, stream);
+    linear(l.wo, heads, n, b_.proj, E, l.bo, nullptr, stream);
     norm_rows(NormKind::Rms, b_.proj, E, nullptr, l.post_attn_norm, nullptr, m_.norm_eps, E, n, b_.x, E, true,
               stream);
   } else {
-    linear(l.wo, b_.attn_out, n, b_.x, E, l.bo, b_.x, stream);
+    linear(l.wo, heads, n, b_.x, E, l.bo, b_.x, stream);
   }
 }
 

@@ -33,14 +33,18 @@ struct StepBuffers {
   double2* rope_local = nullptr;             // the same for LayerDesc::rope_local layers (null: none)
   ArgmaxCandidate* argmax_parts = nullptr;  // [logit rows][kArgmaxParts]
   uint16_t* gelu_table = nullptr;
-  // Mixtures of experts: router logits, the rows routed to each expert, their
-  // output slots and weights, and the experts' inputs and outputs.
-  float *moe_logits = nullptr, *moe_in = nullptr, *moe_down = nullptr, *moe_out = nullptr, *moe_weights = nullptr;
+  // Mixtures of experts: router logits; the (token, expert) pairs grouped by
+  // expert (each expert's first pair, and per pair its token, output slot and
+  // weight); the experts' inputs, gate and up values and outputs, per pair.
+  float *moe_logits = nullptr, *moe_in = nullptr, *moe_gate = nullptr, *moe_up = nullptr, *moe_down = nullptr;
+  float *moe_out = nullptr, *moe_weights = nullptr;
+  uint32_t* moe_first = nullptr;
   int32_t *moe_rows = nullptr, *moe_slots = nullptr;
   int32_t* moe_chosen = nullptr;     // [rows][n_expert_used] each token's experts, by rank
   float* moe_chosen_w = nullptr;     // their weights
-  // Latent attention: wq_a / wkv_a outputs, the normed latent (or q_a), the expanded nope keys.
-  float *mla_a = nullptr, *mla_latent = nullptr, *mla_knope = nullptr;
+  // Latent attention: wq_a / wkv_a outputs, the normed q_a, per (row, head)
+  // the query's nope part and then the head's output.
+  float *mla_a = nullptr, *mla_q_a = nullptr, *mla_heads = nullptr;
 };
 
 // Experts a mixture may have on the GPU (the routing groups rows per expert
@@ -80,13 +84,22 @@ class ForwardStep {
   // applies, only the quantized rows are kept).
   void activate(FfnKind kind, const DeviceMatrix& next, const float* gate, const float* up, std::size_t in_stride,
                 float* out, uint32_t n, cudaStream_t stream);
-  // Latent attention's Q, K and V (rows of stride F) from the normed input.
-  void latent_qkv(const DeviceLayer& l, uint32_t n, float* q, float* k, float* v, std::size_t F, cudaStream_t stream);
+  // x's rows quantized for w (x: rows of w.n_in values), through the slots.
+  const void* quantized_input(const DeviceMatrix& w, const float* x, uint32_t n_rows, cudaStream_t stream);
+  // Per head h < n_head, rows [first_row, first_row + n_out) of w's head h
+  // (head_rows rows apart) times the activations act + h * act_head_bytes
+  // (rows act_stride apart) into y + h * y_head (rows y_stride apart): one launch.
+  void per_head_product(const DeviceMatrix& w, uint32_t first_row, uint32_t n_out, uint32_t head_rows,
+                        const void* act, std::size_t act_stride, std::size_t act_head_bytes, uint32_t n, float* y,
+                        std::size_t y_stride, std::size_t y_head, cudaStream_t stream);
+  // Multi-head latent attention, absorbed (latent_attention.h), from the
+  // normed input: returns the heads' outputs [n][n_head * value_dim].
+  const float* latent_attention_block(uint32_t layer, uint32_t n, uint32_t n_spans, const double2* rope,
+                                      cudaStream_t stream);
   void attention_block(uint32_t layer, uint32_t n, const AttentionPlan& launch, cudaStream_t stream);
   void ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream);
   // The routed FFN of a mixture of experts (and its shared experts) into
-  // b_.proj. The rows are grouped per expert on the host, so this step
-  // cannot be captured as a graph.
+  // b_.proj, wholly on the device (graphs capture it like any step).
   void moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream);
 
   const ModelDesc& m_;
@@ -99,10 +112,6 @@ class ForwardStep {
     quant::QuantFormat format = quant::QuantFormat::F32;
   } slots_[2];
   uint32_t next_slot_ = 0;
-  // Host copies for the grouping, sized once.
-  std::vector<float> host_weights_;
-  std::vector<int32_t> host_rows_, host_slots_, host_chosen_;
-  std::vector<float> host_chosen_w_;
   void forget_activations() { slots_[0] = slots_[1] = ActSlot{}; }
 };
 

@@ -188,6 +188,69 @@ std::vector<float> check_matmul(quant::QuantFormat weight_format, const void* w,
   return y;
 }
 
+std::vector<float> check_matmul_batched(quant::QuantFormat weight_format, const void* w, uint32_t n_batch,
+                                        uint32_t n_out, uint32_t n_in, const float* x, uint32_t n_rows) {
+  const std::size_t matrix_bytes = quant::row_bytes(weight_format, n_in) * n_out;
+  DeviceBuffer w_dev(matrix_bytes * n_batch + kWeightSlack);
+  w_dev.upload(w, matrix_bytes * n_batch);
+  const DeviceActivations act(weight_format, x, n_in, n_rows * n_batch);  // row (t, b) at t * n_batch + b
+  const std::size_t y_floats = std::size_t{n_rows} * n_batch * n_out;
+  DeviceBuffer y_dev(y_floats * sizeof(float));
+  y_dev.poison();
+  detail::MatmulArgs args;
+  args.format = weight_format;
+  args.w = w_dev.get();
+  args.n_in = n_in;
+  args.n_out = n_out;
+  args.act = act.rows.get();
+  args.act_stride = act.stride * n_batch;
+  args.n_rows = n_rows;
+  args.y = y_dev.get<float>();
+  args.y_stride = std::size_t{n_batch} * n_out;
+  args.n_batch = n_batch;
+  args.w_batch_bytes = matrix_bytes;
+  args.act_batch_bytes = act.stride;
+  args.y_batch_stride = n_out;
+  detail::matmul(args, nullptr);
+  LAMINA_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> y(y_floats);
+  y_dev.download(y.data(), y_floats * sizeof(float));
+  return y;
+}
+
+std::vector<float> check_matmul_grouped(quant::QuantFormat weight_format, const void* w, uint32_t n_out,
+                                        uint32_t n_in, const float* x, const std::vector<uint32_t>& first) {
+  const auto n_batch = static_cast<uint32_t>(first.size() - 1);
+  const uint32_t total = first.back();
+  uint32_t most = 1;
+  for (uint32_t b = 0; b < n_batch; ++b) most = std::max(most, first[b + 1] - first[b]);
+  const std::size_t matrix_bytes = quant::row_bytes(weight_format, n_in) * n_out;
+  DeviceBuffer w_dev(matrix_bytes * n_batch + kWeightSlack);
+  w_dev.upload(w, matrix_bytes * n_batch);
+  DeviceBuffer first_dev(first.size() * sizeof(uint32_t));
+  first_dev.upload(first.data(), first.size() * sizeof(uint32_t));
+  const DeviceActivations act(weight_format, x, n_in, total);
+  DeviceBuffer y_dev(std::size_t{total} * n_out * sizeof(float));
+  y_dev.poison();
+  detail::MatmulArgs args;
+  args.format = weight_format;
+  args.w = w_dev.get();
+  args.n_in = n_in;
+  args.n_out = n_out;
+  args.act = act.rows.get();
+  args.n_rows = most;
+  args.y = y_dev.get<float>();
+  args.y_stride = n_out;
+  args.n_batch = n_batch;
+  args.w_batch_bytes = matrix_bytes;
+  args.batch_rows = first_dev.get<uint32_t>();
+  detail::matmul(args, nullptr);
+  LAMINA_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> y(std::size_t{total} * n_out);
+  y_dev.download(y.data(), y.size() * sizeof(float));
+  return y;
+}
+
 std::vector<std::vector<float>> check_matmul_group(const std::vector<CheckMatrix>& mats, uint32_t n_in,
                                                    const float* x, uint32_t n_rows) {
   std::vector<std::unique_ptr<DeviceBuffer>> buffers;  // weights, biases, outputs

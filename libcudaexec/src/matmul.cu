@@ -59,7 +59,7 @@ MatvecParams matvec_params(const MatmulArgs& args, uint32_t elems_per_unit) {
   p.n_out = args.n_out;
   p.n_units = args.n_in / elems_per_unit;
   p.act.base = static_cast<const uint8_t*>(args.act);
-  p.act.stride = layout.stride;
+  p.act.stride = args.act_stride ? args.act_stride : layout.stride;
   p.act.qs_offset = static_cast<uint32_t>(layout.qs_offset);
   p.act.scale_offset = static_cast<uint32_t>(layout.scale_offset);
   p.act.sum_offset = static_cast<uint32_t>(layout.sum_offset);
@@ -68,11 +68,17 @@ MatvecParams matvec_params(const MatmulArgs& args, uint32_t elems_per_unit) {
   p.y_stride = args.y_stride;
   p.bias = args.bias;
   p.residual = args.residual;
+  p.w_batch_bytes = args.w_batch_bytes;
+  p.act_batch_bytes = args.act_batch_bytes;
+  p.y_batch_stride = args.y_batch_stride;
+  p.bias_batch_stride = args.bias_batch_stride;
+  p.batch_rows = args.batch_rows;
   return p;
 }
 
 void matmul(const MatmulArgs& args, cudaStream_t stream) {
-  if (args.n_out == 0 || args.n_rows == 0) return;
+  if (args.n_out == 0 || args.n_rows == 0 || args.n_batch == 0) return;
+  if (args.n_batch > 1 && args.residual) throw std::invalid_argument("matmul: a batched product takes no residual");
   // Quantized weights: one row through the matvec, more through the tensor
   // cores (the same bits either way); float weights through their matvec.
   if (args.n_rows > 1 && matmul_mma(args, stream)) return;

@@ -47,6 +47,19 @@ struct MatmulArgs {
   std::size_t y_stride = 0;
   const float* bias = nullptr;      // optional: + bias[o]
   const float* residual = nullptr;  // optional: + residual[r * y_stride + o] (may equal y)
+  std::size_t act_stride = 0;       // bytes between activation rows; 0: activation_row_stride
+  // n_batch products in one launch (the matrices of a stack), each the same
+  // bits as its own matmul: product b reads w + b * w_batch_bytes, act + b *
+  // act_batch_bytes and bias + b * bias_batch_stride, and writes y + b *
+  // y_batch_stride. No residual with n_batch > 1.
+  uint32_t n_batch = 1;
+  std::size_t w_batch_bytes = 0, act_batch_bytes = 0, y_batch_stride = 0, bias_batch_stride = 0;
+  // Grouped (with n_batch > 1; device, n_batch + 1 offsets, written by an
+  // earlier kernel): product b takes activation rows [batch_rows[b],
+  // batch_rows[b + 1]) and writes the same rows of y; n_rows is then the
+  // most rows one product may have. The experts of a mixture, each on the
+  // rows routed to it, without the host knowing how many.
+  const uint32_t* batch_rows = nullptr;
 };
 
 // y = W x (+ bias) (+ residual) for every activation row. Throws CudaError for

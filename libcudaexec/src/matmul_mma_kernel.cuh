@@ -62,6 +62,10 @@ struct MmaParams {
   std::size_t y_stride = 0;
   const float* bias = nullptr;
   const float* residual = nullptr;
+  // Per blockIdx.z (MatmulArgs::n_batch, batch_rows).
+  std::size_t w_batch_bytes = 0, act_batch_bytes = 0, y_batch_stride = 0, bias_batch_stride = 0;
+  const uint32_t* batch_rows = nullptr;
+
 };
 
 template <class F>
@@ -170,6 +174,23 @@ __device__ __forceinline__ void fill_tile(T (&tile)[A][B][4], T v) {
 
 template <class F, class C>
 __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kernel(const MmaParams p) {
+  // Product blockIdx.z of a batched launch (pointers only: a copy of the
+  // parameters costs the kernel registers).
+  const uint8_t* const w_base = p.w + blockIdx.z * p.w_batch_bytes;
+  const uint8_t* act_base = p.act + blockIdx.z * p.act_batch_bytes;
+  float* y_base = p.y + blockIdx.z * p.y_batch_stride;
+  const float* const bias = p.bias != nullptr ? p.bias + blockIdx.z * p.bias_batch_stride : nullptr;
+  uint32_t n_rows = p.n_rows;
+  if (p.batch_rows != nullptr) {
+    // Grouped: this product's rows are known once their producer is done
+    // (so its weights load after that wait, not before).
+    wait_for_prior_kernels();
+    const uint32_t first = p.batch_rows[blockIdx.z];
+    n_rows = p.batch_rows[blockIdx.z + 1] - first;
+    if (blockIdx.y * C::kN >= n_rows) return;
+    act_base += static_cast<std::size_t>(first) * p.act_stride;
+    y_base += static_cast<std::size_t>(first) * p.y_stride;
+  }
   using L = MmaLayout<F, C>;
   constexpr int kMt = C::kMt, kNt = C::kNt;
   extern __shared__ __align__(128) uint8_t smem[];
@@ -195,7 +216,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
     for (int i = tid; i < C::kM * L::kChunks; i += C::kThreads) {
       const int row = i / L::kChunks, c = i % L::kChunks;
       if (o0 + row < p.n_out) {
-        const uintptr_t at = reinterpret_cast<uintptr_t>(p.w + (o0 + row) * p.w_row_bytes + seg * L::kSegBytes);
+        const uintptr_t at = reinterpret_cast<uintptr_t>(w_base + (o0 + row) * p.w_row_bytes + seg * L::kSegBytes);
         cp_async16(dst + row * L::kWSlot + 16 * c, reinterpret_cast<const void*>((at & ~uintptr_t{15}) + 16 * c));
       }
     }
@@ -206,16 +227,16 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
     const uint32_t chunks = min(kSegmentValues, p.n_in - seg * kSegmentValues) / 16;
     for (int i = tid; i < C::kN * 16; i += C::kThreads) {
       const int row = i / 16, c = i % 16;
-      if (static_cast<uint32_t>(c) < chunks && r0 + row < p.n_rows) {
+      if (static_cast<uint32_t>(c) < chunks && r0 + row < n_rows) {
         cp_async16(dst + row * L::kAStride + 16 * c,
-                   p.act + (r0 + row) * p.act_stride + p.qs_offset + seg * kSegmentValues + 16 * c);
+                   act_base + (r0 + row) * p.act_stride + p.qs_offset + seg * kSegmentValues + 16 * c);
       }
     }
     uint8_t* meta = dst + L::kABytes;
     if constexpr (L::kSuper) {
       for (int row = tid; row < C::kN; row += C::kThreads) {
-        if (r0 + row < p.n_rows) {
-          const uint8_t* arow = p.act + (r0 + row) * p.act_stride;
+        if (r0 + row < n_rows) {
+          const uint8_t* arow = act_base + (r0 + row) * p.act_stride;
           cp_async4(meta + 4 * row, arow + p.scale_offset + 4 * seg);
           if constexpr (F::kMin) {
             cp_async16(meta + 4 * C::kN + 32 * row, arow + p.split_offset + 32 * seg);
@@ -227,8 +248,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
       for (int i = tid; i < 8 * C::kN; i += C::kThreads) {
         const int b = i / C::kN, row = i % C::kN;
         const uint32_t block = seg * 8 + b;
-        if (block < n_blocks32 && r0 + row < p.n_rows) {
-          const uint8_t* arow = p.act + (r0 + row) * p.act_stride;
+        if (block < n_blocks32 && r0 + row < n_rows) {
+          const uint8_t* arow = act_base + (r0 + row) * p.act_stride;
           cp_async4(meta + 4 * i, arow + p.scale_offset + 4 * block);
           if constexpr (F::kMin) cp_async4(meta + 4 * (8 * C::kN + i), arow + p.sum_offset + 4 * block);
         }
@@ -266,7 +287,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
     for (int h = 0; h < 2; ++h) {
       w_row[mt][h] = wm * 16 * kMt + 16 * mt + gid + 8 * h;
       const uint32_t o = min(o0 + w_row[mt][h], p.n_out - 1);
-      w_addr[mt][h] = reinterpret_cast<uintptr_t>(p.w + o * p.w_row_bytes);
+      w_addr[mt][h] = reinterpret_cast<uintptr_t>(w_base + o * p.w_row_bytes);
     }
   }
   const int col0 = wn * 8 * kNt;  // the warp's first row (column of B) in the tile
@@ -456,12 +477,12 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
       for (int i = 0; i < 4; ++i) {
         const uint32_t o = o0 + w_row[mt][i >> 1];
         const uint32_t r = r0 + col0 + nt * 8 + 2 * tig + (i & 1);
-        if (o < p.n_out && r < p.n_rows) {
+        if (o < p.n_out && r < n_rows) {
           const std::size_t at = static_cast<std::size_t>(r) * p.y_stride + o;
           float v = total[mt][nt][i];
-          if (p.bias != nullptr) v = __fadd_rn(v, p.bias[o]);
+          if (bias != nullptr) v = __fadd_rn(v, bias[o]);
           if (p.residual != nullptr) v = __fadd_rn(v, p.residual[at]);
-          p.y[at] = v;
+          y_base[at] = v;
         }
       }
     }
@@ -479,7 +500,7 @@ void launch_matmul_mma_tile(const MatmulArgs& args, cudaStream_t stream) {
   p.n_out = args.n_out;
   p.n_in = args.n_in;
   p.act = static_cast<const uint8_t*>(args.act);
-  p.act_stride = layout.stride;
+  p.act_stride = args.act_stride ? args.act_stride : layout.stride;
   p.qs_offset = static_cast<uint32_t>(layout.qs_offset);
   p.scale_offset = static_cast<uint32_t>(layout.scale_offset);
   p.sum_offset = static_cast<uint32_t>(layout.sum_offset);
@@ -491,13 +512,18 @@ void launch_matmul_mma_tile(const MatmulArgs& args, cudaStream_t stream) {
   p.y_stride = args.y_stride;
   p.bias = args.bias;
   p.residual = args.residual;
+  p.w_batch_bytes = args.w_batch_bytes;
+  p.act_batch_bytes = args.act_batch_bytes;
+  p.y_batch_stride = args.y_batch_stride;
+  p.bias_batch_stride = args.bias_batch_stride;
+  p.batch_rows = args.batch_rows;
   static const bool smem_set = [] {
     LAMINA_CUDA_CHECK(cudaFuncSetAttribute(matmul_mma_kernel<F, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            L::kSmemBytes));
     return true;
   }();
   (void)smem_set;
-  const dim3 grid((args.n_out + C::kM - 1) / C::kM, (args.n_rows + C::kN - 1) / C::kN);
+  const dim3 grid((args.n_out + C::kM - 1) / C::kM, (args.n_rows + C::kN - 1) / C::kN, args.n_batch);
   launch_kernel(matmul_mma_kernel<F, C>, grid, dim3(C::kThreads), L::kSmemBytes, stream, p);
 }
 

@@ -63,18 +63,41 @@ struct MatvecParams {
   std::size_t y_stride = 0;
   const float* bias = nullptr;
   const float* residual = nullptr;
+  // Per blockIdx.z (MatmulArgs::n_batch, batch_rows).
+  std::size_t w_batch_bytes = 0, act_batch_bytes = 0, y_batch_stride = 0, bias_batch_stride = 0;
+  const uint32_t* batch_rows = nullptr;
+
+  // The parameters of product blockIdx.z of a batched launch.
+  __device__ MatvecParams batch_entry() const {
+    MatvecParams p = *this;
+    p.w += blockIdx.z * w_batch_bytes;
+    p.act.base += blockIdx.z * act_batch_bytes;
+    p.y += blockIdx.z * y_batch_stride;
+    if (p.bias != nullptr) p.bias += blockIdx.z * bias_batch_stride;
+    return p;
+  }
+  // A grouped product's rows (after wait_for_prior_kernels: an earlier
+  // kernel wrote them); false when it has none from row r0 on.
+  __device__ bool take_group_rows(uint32_t r0) {
+    if (batch_rows == nullptr) return r0 < n_rows;
+    const uint32_t first = batch_rows[blockIdx.z];
+    n_rows = batch_rows[blockIdx.z + 1] - first;
+    act.base += static_cast<std::size_t>(first) * act.stride;
+    y += static_cast<std::size_t>(first) * y_stride;
+    return r0 < n_rows;
+  }
 };
 
 // K: a format's unit kernel, with
 //   static void accumulate<R>(const uint8_t* wrow, uint32_t unit, const ActRows&, int nr, float (&acc)[R])
 // adding the unit's contribution for activation rows 0 .. nr - 1 (nr <= R).
 template <class K, int R>
-__global__ void __launch_bounds__(kMatvecWarps * 32) matvec_kernel(const MatvecParams p) {
+__global__ void __launch_bounds__(kMatvecWarps * 32) matvec_kernel(const MatvecParams batch) {
+  MatvecParams p = batch.batch_entry();
   const int lane = static_cast<int>(threadIdx.x & 31u);
   const uint32_t o = blockIdx.x * kMatvecWarps + (threadIdx.x >> 5);
   if (o >= p.n_out) return;
   const uint32_t r0 = blockIdx.y * R;
-  const int nr = static_cast<int>(min(static_cast<uint32_t>(R), p.n_rows - r0));
   const uint8_t* wrow = p.w + static_cast<std::size_t>(o) * p.w_row_bytes;
   // No kernel writes the weights: their fetch into L2 starts while the
   // previous kernel (the activations' producer) is still running.
@@ -82,6 +105,8 @@ __global__ void __launch_bounds__(kMatvecWarps * 32) matvec_kernel(const MatvecP
     asm volatile("prefetch.global.L2 [%0];" ::"l"(wrow + at));
   }
   enter_dependent_kernel();
+  if (!p.take_group_rows(r0)) return;
+  const int nr = static_cast<int>(min(static_cast<uint32_t>(R), p.n_rows - r0));
   ActRows act = p.act;
   act.base += static_cast<std::size_t>(r0) * act.stride;
 
@@ -120,9 +145,9 @@ void launch_matvec(const MatmulArgs& args, uint32_t elems_per_unit, cudaStream_t
   const dim3 block(kMatvecWarps * 32);
   const uint32_t row_blocks = (args.n_out + kMatvecWarps - 1) / kMatvecWarps;
   if (args.n_rows == 1) {
-    launch_kernel(matvec_kernel<K, 1>, dim3(row_blocks, 1), block, 0, stream, p);
+    launch_kernel(matvec_kernel<K, 1>, dim3(row_blocks, 1, args.n_batch), block, 0, stream, p);
   } else {
-    launch_kernel(matvec_kernel<K, kRowTile>, dim3(row_blocks, (args.n_rows + kRowTile - 1) / kRowTile), block, 0,
+    launch_kernel(matvec_kernel<K, kRowTile>, dim3(row_blocks, (args.n_rows + kRowTile - 1) / kRowTile, args.n_batch), block, 0,
                   stream, p);
   }
 }

@@ -42,7 +42,8 @@ __device__ __forceinline__ void matvec_store(const MatvecParams& p, uint32_t o, 
 inline constexpr int kMatvecBatch = 4;
 
 template <class F>
-__global__ void __launch_bounds__(kMatvecWarps * 32) matvec_q32_kernel(const MatvecParams p) {
+__global__ void __launch_bounds__(kMatvecWarps * 32) matvec_q32_kernel(const MatvecParams batch) {
+  MatvecParams p = batch.batch_entry();
   // Per warp, the (scaled dot, activation scale) of each block of a step,
   // for the chain that runs through them in order.
   __shared__ float2 terms[kMatvecWarps][32 * kMatvecBatch];
@@ -52,6 +53,7 @@ __global__ void __launch_bounds__(kMatvecWarps * 32) matvec_q32_kernel(const Mat
   if (o >= p.n_out) return;
   const uint8_t* wrow = matvec_row_start(p, o, lane);
   enter_dependent_kernel();
+  if (!p.take_group_rows(0)) return;
   const ActRows& act = p.act;
   const uint32_t n_blocks = p.n_units;
 
@@ -101,7 +103,8 @@ __global__ void __launch_bounds__(kMatvecWarps * 32) matvec_q32_kernel(const Mat
 //   unit_sums(wrow, unit, act)   the unit's exact (isum, msum) with activation row 0
 // and F its weight_formats.cuh description (d, dmin, kMin).
 template <class U, class F>
-__global__ void __launch_bounds__(kMatvecWarps * 32) matvec_superblock_kernel(const MatvecParams p) {
+__global__ void __launch_bounds__(kMatvecWarps * 32) matvec_superblock_kernel(const MatvecParams batch) {
+  MatvecParams p = batch.batch_entry();
   constexpr int kUnits = static_cast<int>(U::kUnits);
   constexpr int kPerStep = 32 / kUnits;  // super-blocks per step
   const int lane = static_cast<int>(threadIdx.x & 31u);
@@ -109,6 +112,7 @@ __global__ void __launch_bounds__(kMatvecWarps * 32) matvec_superblock_kernel(co
   if (o >= p.n_out) return;
   const uint8_t* wrow = matvec_row_start(p, o, lane);
   enter_dependent_kernel();
+  if (!p.take_group_rows(0)) return;
   const ActRows& act = p.act;
   const uint32_t n_sb = p.n_units / kUnits;
   const int g = lane / kUnits;
@@ -155,14 +159,15 @@ __global__ void __launch_bounds__(kMatvecWarps * 32) matvec_superblock_kernel(co
 template <class F>
 void launch_matvec_q32(const MatmulArgs& args, cudaStream_t stream) {
   const MatvecParams p = matvec_params(args, 32);
-  launch_kernel(matvec_q32_kernel<F>, dim3((args.n_out + kMatvecWarps - 1) / kMatvecWarps), dim3(kMatvecWarps * 32),
+  launch_kernel(matvec_q32_kernel<F>, dim3((args.n_out + kMatvecWarps - 1) / kMatvecWarps, 1, args.n_batch),
+                dim3(kMatvecWarps * 32),
                 0, stream, p);
 }
 
 template <class U, class F>
 void launch_matvec_superblock(const MatmulArgs& args, cudaStream_t stream) {
   const MatvecParams p = matvec_params(args, quant::kQK_K / U::kUnits);
-  launch_kernel(matvec_superblock_kernel<U, F>, dim3((args.n_out + kMatvecWarps - 1) / kMatvecWarps),
+  launch_kernel(matvec_superblock_kernel<U, F>, dim3((args.n_out + kMatvecWarps - 1) / kMatvecWarps, 1, args.n_batch),
                 dim3(kMatvecWarps * 32), 0, stream, p);
 }
 

@@ -157,7 +157,7 @@ __global__ void copy_rows_kernel(const float* src, std::size_t src_stride, const
   enter_dependent_kernel();
   const uint32_t r = blockIdx.y;
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) dst[r * dst_stride + i] = src[static_cast<std::size_t>(rows[r]) * src_stride + i];
+  if (i < n) dst[r * dst_stride + i] = src[static_cast<std::size_t>(rows ? rows[r] : r) * src_stride + i];
 }
 
 __global__ void scatter_scaled_rows_kernel(const float* src, std::size_t src_stride, const int32_t* slots,

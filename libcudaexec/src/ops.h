@@ -86,7 +86,7 @@ bool gated_activation_quantized(FfnKind kind, const float* gate, const float* up
 void add_rows(float* x, std::size_t x_stride, const float* y, std::size_t y_stride, uint32_t n, uint32_t n_rows,
               cudaStream_t stream);
 
-// dst[i] = src row rows[i] (n values each), for i < n_rows.
+// dst[i] = src row rows[i] (n values each; row i when rows is null), for i < n_rows.
 void copy_rows(const float* src, std::size_t src_stride, const int32_t* rows, uint32_t n, uint32_t n_rows, float* dst,
                std::size_t dst_stride, cudaStream_t stream);
 
@@ -119,13 +119,12 @@ void route_experts(const float* logits, uint32_t n_tokens, uint32_t n_expert, ui
                    const ExpertRouting& rule, const float* selection_bias, int32_t* chosen, float* weights,
                    cudaStream_t stream);
 
-// Each of n values of each row rounded to f16 precision (kept as f32).
-void round_to_half(float* x, std::size_t stride, uint32_t n, uint32_t n_rows, cudaStream_t stream);
-
-// Latent attention's per-head keys: row r, head h of k (stride k_stride) =
-// [kv_a row r's rope values at pe_offset; k_nope row r's head h (nope values)].
-void assemble_latent_keys(const float* kv_a, std::size_t kv_a_stride, uint32_t pe_offset, const float* k_nope,
-                          uint32_t n_head, uint32_t rope, uint32_t nope, uint32_t n_rows, float* k,
-                          std::size_t k_stride, cudaStream_t stream);
+// The n_tokens x n_used choices of route_experts grouped by expert: expert
+// e's entries are [first[e], first[e + 1]) (first: n_expert + 1 offsets), in
+// (token, rank) order, each with its token (rows), its choice index t *
+// n_used + rank (slots) and weight. Device arrays; no host round trip.
+void group_expert_rows(const int32_t* chosen, const float* chosen_w, uint32_t n_tokens, uint32_t n_used,
+                       uint32_t n_expert, uint32_t* first, int32_t* rows, int32_t* slots, float* weights,
+                       cudaStream_t stream);
 
 }  // namespace lamina::cudaexec::detail

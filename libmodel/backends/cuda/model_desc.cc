@@ -43,12 +43,12 @@ cudaexec::ModelDesc describe_for_gpu(const Model& model, bool exact_activations,
   d.head_dim_k = c.head_dim_k;
   d.head_dim_v = c.head_dim_v;
   if (c.latent_attention()) {
-    // Run expanded: every head's key and value cached (see LatentAttentionDesc).
+    // Run absorbed: one shared key row [k_pe; c] per position (see LatentAttentionDesc).
     const LatentAttentionConfig& m = c.mla;
     d.mla = {m.q_lora_rank, m.kv_lora_rank, m.nope_dim, m.rope_dim, m.value_dim};
-    d.n_head_kv = c.n_head;
-    d.head_dim_k = m.q_head_dim();
-    d.head_dim_v = m.value_dim;
+    d.n_head_kv = 1;
+    d.head_dim_k = m.kv_lora_rank + m.rope_dim;
+    d.head_dim_v = m.kv_lora_rank;
   }
   d.n_ff = c.n_ff;
   d.n_vocab = c.n_vocab;

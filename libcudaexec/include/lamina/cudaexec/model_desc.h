@@ -30,11 +30,13 @@ struct ExpertRouting {
   float scale = 1.0f;
 };
 
-// Multi-head latent attention (deepseek2), run expanded: each head's key
-// [rotated k_pe; K_b c] and value V_b c are computed from the shared latent
-// c and cached per head, so the model's n_head_kv is n_head, head_dim_k
-// rope_dim + nope_dim (the rotated dims first, as rope_dims says) and
-// head_dim_v value_dim. kv_lora_rank 0: ordinary attention.
+// Multi-head latent attention (deepseek2), run absorbed: one key row per
+// position, [rotated k_pe; latent c], shared by every head, whose latent is
+// also the value; each head's query moves into the latent space through
+// wk_b and its weighted latent out of it through wv_b. So the model's
+// n_head_kv is 1, head_dim_k kv_lora_rank + rope_dim, head_dim_v
+// kv_lora_rank and rope_dims rope_dim; the cache holds no value rows.
+// kv_lora_rank 0: ordinary attention.
 struct LatentAttentionDesc {
   uint32_t q_lora_rank = 0, kv_lora_rank = 0, nope_dim = 0, rope_dim = 0, value_dim = 0;
 };

@@ -45,6 +45,21 @@ std::vector<float> check_matmul(quant::QuantFormat weight_format, const void* w,
                                 const float* x, uint32_t n_rows, const float* bias = nullptr,
                                 const float* residual = nullptr, MatmulPath path = MatmulPath::Auto, int tile = -1);
 
+// matmul() of n_batch matrices (w: one after another, each n_out rows of
+// n_in values) in one batched launch, as latent attention runs its per-head
+// products: x [n_rows][n_batch][n_in], matrix b reading x[.][b]; the result
+// is [n_rows][n_batch][n_out].
+std::vector<float> check_matmul_batched(quant::QuantFormat weight_format, const void* w, uint32_t n_batch,
+                                        uint32_t n_out, uint32_t n_in, const float* x, uint32_t n_rows);
+
+// matmul() grouped as a mixture's experts run: matrix b of n_batch (w as in
+// check_matmul_batched) on rows [first[b], first[b + 1]) of x [first.back()
+// rows][n_in], its output into the same rows of the result
+// [first.back()][n_out]; the offsets go to the device as an earlier
+// kernel's output would be.
+std::vector<float> check_matmul_grouped(quant::QuantFormat weight_format, const void* w, uint32_t n_out,
+                                        uint32_t n_in, const float* x, const std::vector<uint32_t>& first);
+
 // One matrix of check_matmul_group.
 struct CheckMatrix {
   quant::QuantFormat format = quant::QuantFormat::F32;
@@ -99,6 +114,21 @@ enum class AttentionSplit { Auto, PerSpan, PerTile, Decode };
 // stores them as f16). Empty where the split is unsupported for the shape.
 std::vector<float> check_attention(const AttentionCheck& c, const float* q, const float* k, const float* v,
                                    AttentionSplit split);
+
+// Multi-head latent attention, absorbed: every head attends over one key
+// row per position of key_dim values, whose last value_dim are the values.
+struct LatentAttentionCheck {
+  uint32_t n_head = 0, key_dim = 0, value_dim = 0;
+  float scale = 1.0f;
+  uint32_t past = 0, n_rows = 0;
+};
+
+// out [n_rows][n_head * value_dim] of queries q [n_rows][n_head * key_dim]
+// over keys [past + n_rows][key_dim] (f32; the cache stores them as f16),
+// all rows in one launch, or (decode) each row alone over spans covering
+// the whole cache.
+std::vector<float> check_latent_attention(const LatentAttentionCheck& c, const float* q, const float* keys,
+                                          bool decode);
 
 // Median microseconds of one attention launch (and its combine pass) for
 // the shape, on random inputs, as time_matvec_us.

@@ -1,4 +1,4 @@
-// The step's mixture-of-experts routing and latent-attention key assembly.
+// The step's mixture-of-experts routing and the grouping of rows per expert.
 #include <algorithm>
 #include <cfloat>
 #include <string>
@@ -57,34 +57,46 @@ __global__ void route_experts_kernel(const float* logits, uint32_t n_tokens, uin
   }
 }
 
-// Row r, head h of K: [k_pe of row r (rope values); that head's expanded
-// nope values], written at k + r * k_stride + h * (rope + nope).
-__global__ void assemble_latent_keys_kernel(const float* kv_a, std::size_t kv_a_stride, uint32_t pe_offset,
-                                            const float* k_nope, uint32_t n_head, uint32_t rope, uint32_t nope,
-                                            float* k, std::size_t k_stride) {
+// One block: thread e finds expert e's rows in (token, rank) order, after
+// a prefix sum of the counts, so the grouping never depends on timing.
+__global__ void group_expert_rows_kernel(const int32_t* chosen, const float* chosen_w, uint32_t n_slots,
+                                         uint32_t n_used, uint32_t n_expert, uint32_t* first, int32_t* rows,
+                                         int32_t* slots, float* weights) {
+  __shared__ uint32_t start[kMaxRoutedExperts + 1];
   enter_dependent_kernel();
-  const uint32_t r = blockIdx.y;
-  const uint32_t head_dim = rope + nope;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n_head * head_dim; i += gridDim.x * blockDim.x) {
-    const uint32_t h = i / head_dim, d = i % head_dim;
-    k[r * k_stride + i] = d < rope ? kv_a[r * kv_a_stride + pe_offset + d]
-                                   : k_nope[(std::size_t{r} * n_head + h) * nope + (d - rope)];
+  for (uint32_t e = threadIdx.x; e < n_expert; e += blockDim.x) {
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < n_slots; ++i) count += chosen[i] == static_cast<int32_t>(e);
+    start[e + 1] = count;
   }
-}
-
-__global__ void round_to_half_kernel(float* x, std::size_t stride, uint32_t n) {
-  enter_dependent_kernel();
-  float* row = x + blockIdx.y * stride;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    row[i] = __half2float(__float2half_rn(row[i]));
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    start[0] = 0;
+    for (uint32_t e = 0; e < n_expert; ++e) start[e + 1] += start[e];
+  }
+  __syncthreads();
+  for (uint32_t e = threadIdx.x; e <= n_expert; e += blockDim.x) first[e] = start[e];
+  for (uint32_t e = threadIdx.x; e < n_expert; e += blockDim.x) {
+    uint32_t at = start[e];
+    for (uint32_t i = 0; i < n_slots; ++i)
+      if (chosen[i] == static_cast<int32_t>(e)) {
+        rows[at] = static_cast<int32_t>(i / n_used);
+        slots[at] = static_cast<int32_t>(i);
+        weights[at] = chosen_w[i];
+        ++at;
+      }
+  }
 }
 
 }  // namespace
 
-void round_to_half(float* x, std::size_t stride, uint32_t n, uint32_t n_rows, cudaStream_t stream) {
-  if (n_rows == 0) return;
-  launch_kernel(round_to_half_kernel, dim3(std::min<uint32_t>((n + 255) / 256, 64), n_rows), dim3(256), 0, stream, x,
-                stride, n);
+void group_expert_rows(const int32_t* chosen, const float* chosen_w, uint32_t n_tokens, uint32_t n_used,
+                       uint32_t n_expert, uint32_t* first, int32_t* rows, int32_t* slots, float* weights,
+                       cudaStream_t stream) {
+  if (n_tokens == 0) return;
+  if (n_expert > kMaxRoutedExperts) throw CudaError("group_expert_rows: at most 256 experts");
+  launch_kernel(group_expert_rows_kernel, dim3(1), dim3(256), 0, stream, chosen, chosen_w, n_tokens * n_used, n_used,
+                n_expert, first, rows, slots, weights);
 }
 
 void route_experts(const float* logits, uint32_t n_tokens, uint32_t n_expert, uint32_t n_used,
@@ -96,15 +108,6 @@ void route_experts(const float* logits, uint32_t n_tokens, uint32_t n_expert, ui
   constexpr uint32_t kBlock = 64;
   launch_kernel(route_experts_kernel, dim3((n_tokens + kBlock - 1) / kBlock), dim3(kBlock), 0, stream, logits,
                 n_tokens, n_expert, n_used, rule, selection_bias, chosen, weights);
-}
-
-void assemble_latent_keys(const float* kv_a, std::size_t kv_a_stride, uint32_t pe_offset, const float* k_nope,
-                          uint32_t n_head, uint32_t rope, uint32_t nope, uint32_t n_rows, float* k,
-                          std::size_t k_stride, cudaStream_t stream) {
-  if (n_rows == 0) return;
-  const uint32_t n = n_head * (rope + nope);
-  launch_kernel(assemble_latent_keys_kernel, dim3(std::min<uint32_t>((n + 255) / 256, 64), n_rows), dim3(256), 0,
-                stream, kv_a, kv_a_stride, pe_offset, k_nope, n_head, rope, nope, k, k_stride);
 }
 
 }  // namespace lamina::cudaexec::detail

@@ -12,7 +12,8 @@
 #include "attention.h"
 #include "device_memory.h"
 #include "device_weights.h"
-#include "lamina/cudaexec/model_desc.h"
+#include "lamina/cudaexec/executor.h"
+#include "lamina/model/config.h"
 #include "ops.h"
 
 namespace lamina::cudaexec::detail {
@@ -30,7 +31,7 @@ struct StepBuffers {
   void* act[2] = {nullptr, nullptr};  // quantized activations, two formats at once
   double* inv_freq = nullptr;
   double2* rope = nullptr;                   // [rows][rope_dims / 2] this step's rotations
-  double2* rope_local = nullptr;             // the same for LayerDesc::rope_local layers (null: none)
+  double2* rope_local = nullptr;             // the same for layer_uses_swa_rope layers (null: none)
   ArgmaxCandidate* argmax_parts = nullptr;  // [logit rows][kArgmaxParts]
   uint16_t* gelu_table = nullptr;
   // Mixtures of experts: router logits, the rows routed to each expert, their
@@ -53,12 +54,21 @@ struct StepSizes {
   uint32_t max_spans = 0;  // attention spans covering n_ctx
 };
 
+// The attention heads as the GPU caches them. Latent attention (deepseek2)
+// runs expanded: each head's key [rotated k_pe; K_b c] and value V_b c are
+// computed from the shared latent c and cached per head, so there are n_head
+// KV heads of nope + rope (the rotated dims first) and value dims; otherwise
+// the model's own heads.
+AttentionShape attention_heads(const model::ModelConfig& model);
+
 // Lays out the buffers in `layout` (pass a null-based layout to measure).
-StepBuffers layout_step_buffers(const ModelDesc& model, const StepSizes& sizes, BumpLayout& layout);
+StepBuffers layout_step_buffers(const model::ModelConfig& model, const ExecutorInputs& inputs, const StepSizes& sizes,
+                                BumpLayout& layout);
 
 class ForwardStep {
  public:
-  ForwardStep(const ModelDesc& model, const DeviceWeights& weights, const KvView& kv, const StepBuffers& buffers);
+  ForwardStep(const model::ModelConfig& model, const ExecutorInputs& inputs, const DeviceWeights& weights,
+              const KvView& kv, const StepBuffers& buffers);
 
   // Enqueues the step for n rows (ids/pos/seq/out_rows/tiles already on the
   // device), n_logit_rows of them wanting logits. after_layer(i) runs on the
@@ -78,7 +88,7 @@ class ForwardStep {
   // out = act(gate) (* up) for n rows of the FFN width, in the same launch
   // quantized for `next`, the only matrix that reads out (where that launch
   // applies, only the quantized rows are kept).
-  void activate(FfnKind kind, const DeviceMatrix& next, const float* gate, const float* up, std::size_t in_stride,
+  void activate(Activation kind, const DeviceMatrix& next, const float* gate, const float* up, std::size_t in_stride,
                 float* out, uint32_t n, cudaStream_t stream);
   // Latent attention's Q, K and V (rows of stride F) from the normed input.
   void latent_qkv(const DeviceLayer& l, uint32_t n, float* q, float* k, float* v, std::size_t F, cudaStream_t stream);
@@ -89,7 +99,9 @@ class ForwardStep {
   // cannot be captured as a graph.
   void moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream);
 
-  const ModelDesc& m_;
+  const model::ModelConfig& m_;
+  const ExecutorInputs& in_;
+  AttentionShape heads_;  // attention_heads(m_)
   const DeviceWeights& w_;
   KvView kv_;
   StepBuffers b_;

@@ -15,7 +15,7 @@ class Placer {
  public:
   Placer(BumpLayout& layout, bool upload) : layout_(layout), upload_(upload) {}
 
-  DeviceMatrix matrix(const HostMatrix& m, const std::string& name) {
+  DeviceMatrix matrix(const model::Matrix& m, const std::string& name) {
     if (!m) return {};
     const std::size_t bytes = quant::row_bytes(m.format, m.n_in) * m.n_out * m.n_expert;
     std::byte* dst = layout_.take<std::byte>(bytes);
@@ -26,7 +26,7 @@ class Placer {
     return {m.format, dst, m.n_in, m.n_out, m.n_expert};
   }
 
-  const float* vector(const HostVector& v, const std::string& name) {
+  const float* vector(const model::Vector& v, const std::string& name) {
     if (!v) return nullptr;
     float* dst = layout_.take<float>(v.n);
     if (upload_) copy(dst, v.data, v.n * sizeof(float), name);
@@ -35,29 +35,29 @@ class Placer {
 
   // Matrices of one format and input length stacked into one (their rows
   // one after the other), so one product computes them all.
-  DeviceMatrix stacked(std::initializer_list<const HostMatrix*> parts, const std::string& name) {
-    const HostMatrix& first = **parts.begin();
+  DeviceMatrix stacked(std::initializer_list<const model::Matrix*> parts, const std::string& name) {
+    const model::Matrix& first = **parts.begin();
     const std::size_t row = quant::row_bytes(first.format, first.n_in);
     uint32_t n_out = 0;
-    for (const HostMatrix* m : parts) n_out += m->n_out;
+    for (const model::Matrix* m : parts) n_out += m->n_out;
     std::byte* dst = layout_.take<std::byte>(row * n_out);
     if (upload_) {
       (void)activation_format(first.format);
       std::size_t at = 0;
-      for (const HostMatrix* m : parts) {
+      for (const model::Matrix* m : parts) {
         copy(dst + at, m->data, row * m->n_out, name);
         at += row * m->n_out;
       }
     }
     return {first.format, dst, first.n_in, n_out, 1};
   }
-  const float* stacked(std::initializer_list<const HostVector*> parts, const std::string& name) {
+  const float* stacked(std::initializer_list<const model::Vector*> parts, const std::string& name) {
     uint32_t n = 0;
-    for (const HostVector* v : parts) n += v->n;
+    for (const model::Vector* v : parts) n += v->n;
     float* dst = layout_.take<float>(n);
     if (upload_) {
       uint32_t at = 0;
-      for (const HostVector* v : parts) {
+      for (const model::Vector* v : parts) {
         copy(dst + at, v->data, v->n * sizeof(float), name);
         at += v->n;
       }
@@ -68,7 +68,7 @@ class Placer {
   // A matrix whose rows come in groups of `group` (its heads), each group's
   // last `tail` rows moved to its front (the rotated dims of latent-attention
   // queries, which the kernels rotate as leading dims).
-  DeviceMatrix tail_rows_first(const HostMatrix& m, uint32_t group, uint32_t tail, const std::string& name) {
+  DeviceMatrix tail_rows_first(const model::Matrix& m, uint32_t group, uint32_t tail, const std::string& name) {
     if (!m) return {};
     const std::size_t row = quant::row_bytes(m.format, m.n_in);
     std::byte* dst = layout_.take<std::byte>(row * m.n_out);
@@ -100,25 +100,25 @@ class Placer {
 
 // Whether matrices can be stacked into one: all present, one format and input length.
 template <class... M>
-bool stackable(const HostMatrix& first, const M&... rest) {
+bool stackable(const model::Matrix& first, const M&... rest) {
   return first && first.n_expert == 1 &&
          ((rest && rest.n_expert == 1 && rest.format == first.format && rest.n_in == first.n_in) && ...);
 }
 
-void place_all(const ModelDesc& model, Placer& p, DeviceWeights& w) {
-  w.token_embd = p.matrix(model.token_embd, "token_embd");
-  w.position_embd = p.matrix(model.position_embd, "position_embd");
-  w.output = model.output.data == model.token_embd.data ? w.token_embd : p.matrix(model.output, "output");
-  w.output_norm = p.vector(model.output_norm, "output_norm");
-  w.output_norm_bias = p.vector(model.output_norm_bias, "output_norm bias");
-  w.layers.resize(model.layers.size());
-  for (std::size_t i = 0; i < model.layers.size(); ++i) {
-    const LayerDesc& l = model.layers[i];
+void place_all(const model::ModelConfig& c, const model::Weights& host, Placer& p, DeviceWeights& w) {
+  w.token_embd = p.matrix(host.token_embd, "token_embd");
+  w.position_embd = p.matrix(host.position_embd, "position_embd");
+  w.output = host.output.data == host.token_embd.data ? w.token_embd : p.matrix(host.output, "output");
+  w.output_norm = p.vector(host.output_norm, "output_norm");
+  w.output_norm_bias = p.vector(host.output_norm_bias, "output_norm bias");
+  w.layers.resize(host.layers.size());
+  for (std::size_t i = 0; i < host.layers.size(); ++i) {
+    const model::LayerWeights& l = host.layers[i];
     DeviceLayer& d = w.layers[i];
     const std::string n = "blk." + std::to_string(i) + ".";
     d.attn_norm = p.vector(l.attn_norm, n + "attn_norm");
     d.attn_norm_bias = p.vector(l.attn_norm_bias, n + "attn_norm bias");
-    if (const LatentAttentionDesc& a = model.mla; a.kv_lora_rank > 0) {
+    if (const model::LatentAttentionConfig& a = c.mla; c.latent_attention()) {
       const uint32_t head = a.nope_dim + a.rope_dim;
       d.wq = p.tail_rows_first(l.wq, head, a.rope_dim, n + "attn_q");
       d.wq_a = p.matrix(l.wq_a, n + "attn_q_a");
@@ -150,7 +150,7 @@ void place_all(const ModelDesc& model, Placer& p, DeviceWeights& w) {
     d.post_attn_norm = p.vector(l.post_attn_norm, n + "post_attention_norm");
     d.ffn_norm = p.vector(l.ffn_norm, n + "ffn_norm");
     d.ffn_norm_bias = p.vector(l.ffn_norm_bias, n + "ffn_norm bias");
-    const bool gated = model.ffn == FfnKind::GatedSilu || model.ffn == FfnKind::GatedGelu;
+    const bool gated = c.ffn() == model::FfnKind::GatedSilu || c.ffn() == model::FfnKind::GatedGelu;
     if (gated && stackable(l.w_gate, l.w_up) && !l.b_up) {
       // [gate; up] in one product, as a fused gate/up tensor is.
       d.w_up = p.stacked({&l.w_gate, &l.w_up}, n + "ffn_gate/up");
@@ -191,20 +191,20 @@ DeviceMatrix DeviceMatrix::expert(uint32_t e) const {
 // this much slack.
 constexpr std::size_t kTailSlack = 256;
 
-std::size_t device_weight_bytes(const ModelDesc& model) {
+std::size_t device_weight_bytes(const model::ModelConfig& config, const model::Weights& weights) {
   BumpLayout layout;
   Placer p(layout, false);
   DeviceWeights w;
-  place_all(model, p, w);
+  place_all(config, weights, p, w);
   return layout.size() + kTailSlack;
 }
 
-DeviceWeights upload_weights(const ModelDesc& model) {
+DeviceWeights upload_weights(const model::ModelConfig& config, const model::Weights& weights) {
   DeviceWeights w;
-  w.storage = DeviceAllocation(device_weight_bytes(model), "the model weights");
+  w.storage = DeviceAllocation(device_weight_bytes(config, weights), "the model weights");
   BumpLayout layout(w.storage.get());
   Placer p(layout, true);
-  place_all(model, p, w);
+  place_all(config, weights, p, w);
   return w;
 }
 

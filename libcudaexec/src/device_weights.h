@@ -6,7 +6,8 @@
 #include <vector>
 
 #include "device_memory.h"
-#include "lamina/cudaexec/model_desc.h"
+#include "lamina/model/config.h"
+#include "lamina/model/weights.h"
 
 namespace lamina::cudaexec::detail {
 
@@ -51,10 +52,10 @@ struct DeviceWeights {
 };
 
 // Bytes the model's tensors take on the device (with alignment).
-std::size_t device_weight_bytes(const ModelDesc& model);
+std::size_t device_weight_bytes(const model::ModelConfig& config, const model::Weights& weights);
 
 // Uploads every tensor. Throws CudaError when a matrix format has no GPU
 // kernel or the device is out of memory.
-DeviceWeights upload_weights(const ModelDesc& model);
+DeviceWeights upload_weights(const model::ModelConfig& config, const model::Weights& weights);
 
 }  // namespace lamina::cudaexec::detail

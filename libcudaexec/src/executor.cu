@@ -53,21 +53,23 @@ std::string mib(std::size_t bytes) { return std::to_string((bytes + (1u << 20) -
 }  // namespace
 
 struct Executor::Impl {
-  Impl(const ModelDesc& model, const ExecutorOptions& options);
+  Impl(const model::ModelConfig& config, const model::Weights& weights, const ExecutorInputs& inputs,
+       const ExecutorOptions& options);
   ~Impl();
 
   // Runs one internal step of at most max_rows rows and max_logit_rows
   // logits rows; leaves logits (and argmax when asked) on the device.
-  uint32_t run_step(std::span<const StepToken> batch, bool want_argmax,
+  uint32_t run_step(std::span<const model::TokenInput> batch, bool want_argmax,
                     const std::function<void(int)>* after_layer = nullptr);
   // Splits `batch` into steps and calls consume(step logits rows, first output row) after each.
   template <typename Consume>
-  void for_each_step(std::span<const StepToken> batch, bool want_argmax, Consume&& consume);
+  void for_each_step(std::span<const model::TokenInput> batch, bool want_argmax, Consume&& consume);
   cudaGraphExec_t graph_for(uint32_t n);
-  void check_batch(std::span<const StepToken> batch) const;
 
-  ModelDesc model;
+  model::ModelConfig model;
+  ExecutorInputs inputs;
   ExecutorOptions options;
+  model::BatchLimits limits;
   DeviceInfo info;
   StepSizes sizes;
   AttentionShape attention_shape;
@@ -83,7 +85,9 @@ struct Executor::Impl {
   bool graphs_ok = true;
 };
 
-Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), options(o) {
+Executor::Impl::Impl(const model::ModelConfig& m, const model::Weights& w, const ExecutorInputs& in,
+                     const ExecutorOptions& o)
+    : model(m), inputs(in), options(o), limits(model::batch_limits(m, w, o.n_ctx, o.n_seq)) {
   if (device_count() == 0) throw CudaError("no CUDA device is visible (the GPU path needs an NVIDIA GPU and driver)");
   info = device_info(o.device);
   if (info.cc_major < 8)
@@ -92,54 +96,47 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
   LAMINA_CUDA_CHECK(cudaSetDevice(o.device));
   if (o.n_ctx == 0 || o.n_seq == 0 || o.max_batch == 0)
     throw CudaError("executor options: n_ctx, n_seq and max_batch must be positive");
-  if (m.n_head == 0 || m.n_head_kv == 0 || m.n_head % m.n_head_kv != 0)
-    throw CudaError("model: n_head must be a positive multiple of n_head_kv");
-  if (is_mixture_of_experts(m.ffn) && (m.n_expert > kMaxExperts || m.n_expert_used == 0 ||
-                                        m.n_expert_used > m.n_expert))
+  const bool experts = m.ffn() == model::FfnKind::MoeGatedSilu;
+  if (experts && (m.n_expert > kMaxExperts || m.n_expert_used == 0 || m.n_expert_used > m.n_expert))
     throw CudaError("model: a mixture of experts needs 1 <= n_expert_used <= n_expert <= " +
                     std::to_string(kMaxExperts));
-  const bool latent = m.mla.kv_lora_rank > 0;
-  if (const LatentAttentionDesc& a = m.mla;
-      latent && (m.n_head_kv != 1 || m.head_dim_k != a.kv_lora_rank + a.rope_dim || m.head_dim_v != a.kv_lora_rank ||
-                 m.rope_dims != a.rope_dim))
-    throw CudaError("model: latent attention runs absorbed (n_head_kv = 1, head_dim_k = kv_lora + rope, "
-                    "head_dim_v = kv_lora, rope_dims = rope)");
-
-  if (m.rope != RopeKind::None) {
-    const bool local_ok = m.rope_inv_freq_local.empty() || m.rope_inv_freq_local.size() == m.rope_dims / 2;
-    if (m.rope_dims == 0 || m.rope_inv_freq.size() != m.rope_dims / 2 || !local_ok)
-      throw CudaError("model: rope_inv_freq (and rope_inv_freq_local, if given) need rope_dims / 2 = " +
-                      std::to_string(m.rope_dims / 2) + " angles");
+  if (m.rope.kind != RopeKind::None) {
+    const uint32_t half = m.rope.n_dims / 2;
+    const bool local_ok = in.rope_inv_freq_local.empty() || in.rope_inv_freq_local.size() == half;
+    if (half == 0 || in.rope_inv_freq.size() != half || !local_ok)
+      throw CudaError("executor inputs: rope_inv_freq (and rope_inv_freq_local, if given) need rope.n_dims / 2 = " +
+                      std::to_string(half) + " angles");
   }
-  for (uint32_t i = 0; i < m.layers.size(); ++i) {
-    if (m.layers[i].rope_local && m.rope_inv_freq_local.empty())
-      throw CudaError("model: layer " + std::to_string(i) + " rotates with rope_inv_freq_local, which is empty");
-    if (m.layers[i].attn_sinks && m.layers[i].attn_sinks.n != m.n_head)
-      throw CudaError("model: layer " + std::to_string(i) + " has " + std::to_string(m.layers[i].attn_sinks.n) +
-                      " attention sinks for " + std::to_string(m.n_head) + " heads");
+  for (uint32_t i = 0; i < m.n_layer; ++i) {
+    if (m.layer_uses_swa_rope(i) && in.rope_inv_freq_local.empty())
+      throw CudaError("executor inputs: layer " + std::to_string(i) +
+                      " rotates with rope_inv_freq_local, which is empty");
   }
 
   sizes.max_rows = o.max_batch;
   sizes.max_logit_rows = std::min(o.max_batch, o.max_logit_rows ? o.max_logit_rows : std::max(o.n_seq, 64u));
   sizes.max_spans = attention_spans(o.n_ctx - 1);
-  attention_shape = {m.n_head, m.n_head_kv, m.head_dim_k, m.head_dim_v};
+  attention_shape = attention_heads(m);
+  const bool latent = m.latent_attention();
   if (const char* why = latent ? latent_attention_unsupported(attention_shape) : attention_unsupported(attention_shape);
       *why != '\0')
     throw CudaError(std::string("the GPU attention does not support ") + why + " (head sizes " +
-                    std::to_string(m.head_dim_k) + "/" + std::to_string(m.head_dim_v) + ", " +
-                    std::to_string(m.n_head) + " query heads, " + std::to_string(m.n_head_kv) + " KV heads)");
+                    std::to_string(attention_shape.head_dim_k) + "/" + std::to_string(attention_shape.head_dim_v) +
+                    ", " + std::to_string(attention_shape.n_head) + " query heads, " +
+                    std::to_string(attention_shape.n_head_kv) + " KV heads)");
 
   // Everything is sized before anything is allocated, so a model that does
   // not fit fails with one clear message.
-  const std::size_t weight_bytes = device_weight_bytes(m);
+  const std::size_t weight_bytes = device_weight_bytes(m, w);
   kv.n_layer = m.n_layer;
   kv.n_ctx = o.n_ctx;
-  kv.k_dim = m.n_head_kv * m.head_dim_k;
-  kv.v_dim = latent ? 0 : m.n_head_kv * m.head_dim_v;  // latent attention's values lie in its keys
+  kv.k_dim = attention_shape.n_head_kv * attention_shape.head_dim_k;
+  // Latent attention's values lie in its keys.
+  kv.v_dim = latent ? 0 : attention_shape.n_head_kv * attention_shape.head_dim_v;
   const std::size_t kv_elems = std::size_t{o.n_seq} * m.n_layer * o.n_ctx;
   const std::size_t kv_bytes = kv_elems * (kv.k_dim + kv.v_dim) * sizeof(__half);
   BumpLayout measure;
-  layout_step_buffers(m, sizes, measure);
+  layout_step_buffers(m, in, sizes, measure);
   const std::size_t step_bytes = measure.size();
   const std::size_t need = weight_bytes + kv_bytes + step_bytes;
   const std::size_t reserve = 256u << 20;  // CUDA context, graphs, kernels' own needs
@@ -150,7 +147,7 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
                     ", free " + mib(info.free_bytes) + "; try a smaller context");
 
   LAMINA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  weights = upload_weights(m);
+  weights = upload_weights(m, w);
   kv_storage = DeviceAllocation(kv_bytes, "the KV cache");
   kv.k = static_cast<__half*>(kv_storage.get());
   kv.v = kv.k + kv_elems * kv.k_dim;
@@ -159,42 +156,25 @@ Executor::Impl::Impl(const ModelDesc& m, const ExecutorOptions& o) : model(m), o
   LAMINA_CUDA_CHECK(cudaMemset(kv_storage.get(), 0, kv_bytes));
   step_storage = DeviceAllocation(step_bytes, "the workspace");
   BumpLayout place(step_storage.get());
-  buffers = layout_step_buffers(m, sizes, place);
+  buffers = layout_step_buffers(m, in, sizes, place);
   staging = std::make_unique<HostStaging>(sizes.max_rows, sizes.max_logit_rows);
 
   // Both angle tables side by side: the local one (if any) after the main one.
-  if (m.rope != RopeKind::None) {
-    std::vector<double> inv_freq = m.rope_inv_freq;
-    inv_freq.insert(inv_freq.end(), m.rope_inv_freq_local.begin(), m.rope_inv_freq_local.end());
+  if (m.rope.kind != RopeKind::None) {
+    std::vector<double> inv_freq = in.rope_inv_freq;
+    inv_freq.insert(inv_freq.end(), in.rope_inv_freq_local.begin(), in.rope_inv_freq_local.end());
     LAMINA_CUDA_CHECK(
         cudaMemcpy(buffers.inv_freq, inv_freq.data(), inv_freq.size() * sizeof(double), cudaMemcpyHostToDevice));
   }
-  if (m.gelu_f16_table)
-    LAMINA_CUDA_CHECK(cudaMemcpy(buffers.gelu_table, m.gelu_f16_table, 65536 * 2, cudaMemcpyHostToDevice));
-  step = std::make_unique<ForwardStep>(model, weights, kv, buffers);
+  if (in.gelu_f16_table)
+    LAMINA_CUDA_CHECK(cudaMemcpy(buffers.gelu_table, in.gelu_f16_table, 65536 * 2, cudaMemcpyHostToDevice));
+  step = std::make_unique<ForwardStep>(model, inputs, weights, kv, buffers);
   graphs_ok = o.use_graphs;
 }
 
 Executor::Impl::~Impl() {
   for (auto& [n, exec] : graphs) (void)cudaGraphExecDestroy(exec);
   if (stream) (void)cudaStreamDestroy(stream);
-}
-
-void Executor::Impl::check_batch(std::span<const StepToken> batch) const {
-  for (const StepToken& t : batch) {
-    if (t.token < 0 || static_cast<uint32_t>(t.token) >= model.n_vocab)
-      throw CudaError("token id " + std::to_string(t.token) + " is outside the vocabulary (" +
-                      std::to_string(model.n_vocab) + ")");
-    if (t.pos >= options.n_ctx)
-      throw CudaError("position " + std::to_string(t.pos) + " is past the context size " +
-                      std::to_string(options.n_ctx));
-    if (t.seq >= options.n_seq)
-      throw CudaError("sequence " + std::to_string(t.seq) + " has no KV cache slot (" + std::to_string(options.n_seq) +
-                      " slots)");
-    if (model.position_embd && t.pos >= model.position_embd.n_out)
-      throw CudaError("position " + std::to_string(t.pos) + " is past the learned positions (" +
-                      std::to_string(model.position_embd.n_out) + ")");
-  }
 }
 
 // One graph per decode batch size: rows 0..n-1, all wanting logits, attention
@@ -224,7 +204,7 @@ cudaGraphExec_t Executor::Impl::graph_for(uint32_t n) {
   return exec;
 }
 
-uint32_t Executor::Impl::run_step(std::span<const StepToken> batch, bool want_argmax,
+uint32_t Executor::Impl::run_step(std::span<const model::TokenInput> batch, bool want_argmax,
                                   const std::function<void(int)>* after_layer) {
   const auto n = static_cast<uint32_t>(batch.size());
   uint32_t n_out = 0;
@@ -261,8 +241,8 @@ uint32_t Executor::Impl::run_step(std::span<const StepToken> batch, bool want_ar
 }
 
 template <typename Consume>
-void Executor::Impl::for_each_step(std::span<const StepToken> batch, bool want_argmax, Consume&& consume) {
-  check_batch(batch);
+void Executor::Impl::for_each_step(std::span<const model::TokenInput> batch, bool want_argmax, Consume&& consume) {
+  model::check_batch(batch, limits);
   std::size_t start = 0, out_row = 0;
   while (start < batch.size()) {
     // As many rows as fit, with at most max_logit_rows of them wanting logits.
@@ -282,12 +262,13 @@ void Executor::Impl::for_each_step(std::span<const StepToken> batch, bool want_a
   }
 }
 
-Executor::Executor(const ModelDesc& model, const ExecutorOptions& options)
-    : impl_(std::make_unique<Impl>(model, options)) {}
+Executor::Executor(const model::ModelConfig& config, const model::Weights& weights, const ExecutorInputs& inputs,
+                   const ExecutorOptions& options)
+    : impl_(std::make_unique<Impl>(config, weights, inputs, options)) {}
 
 Executor::~Executor() = default;
 
-void Executor::forward(std::span<const StepToken> batch, float* logits_out) {
+void Executor::forward(std::span<const model::TokenInput> batch, float* logits_out) {
   Impl& s = *impl_;
   const std::size_t V = s.model.n_vocab;
   s.for_each_step(batch, false, [&](uint32_t n_out, std::size_t first) {
@@ -298,7 +279,7 @@ void Executor::forward(std::span<const StepToken> batch, float* logits_out) {
   });
 }
 
-void Executor::forward_argmax(std::span<const StepToken> batch, int32_t* ids_out) {
+void Executor::forward_argmax(std::span<const model::TokenInput> batch, int32_t* ids_out) {
   Impl& s = *impl_;
   s.for_each_step(batch, true, [&](uint32_t n_out, std::size_t first) {
     if (n_out > 0)
@@ -309,12 +290,13 @@ void Executor::forward_argmax(std::span<const StepToken> batch, int32_t* ids_out
   });
 }
 
-std::vector<float> Executor::trace_last_token(std::span<const StepToken> batch, std::vector<float>& logits_out) {
+std::vector<float> Executor::trace_last_token(std::span<const model::TokenInput> batch,
+                                              std::vector<float>& logits_out) {
   Impl& s = *impl_;
   if (batch.empty()) throw CudaError("trace_last_token: empty batch");
   if (batch.size() > s.sizes.max_rows) throw CudaError("trace_last_token: batch larger than max_batch");
-  s.check_batch(batch);
-  std::vector<StepToken> rows(batch.begin(), batch.end());
+  model::check_batch(batch, s.limits);
+  std::vector<model::TokenInput> rows(batch.begin(), batch.end());
   for (auto& t : rows) t.logits = false;
   rows.back().logits = true;
   const std::size_t E = s.model.n_embd;

@@ -10,29 +10,39 @@
 namespace lamina::cudaexec::detail {
 namespace {
 
-uint32_t q_dim(const ModelDesc& m) { return m.n_head * m.head_dim_k; }
-uint32_t k_dim(const ModelDesc& m) { return m.n_head_kv * m.head_dim_k; }
-uint32_t v_dim(const ModelDesc& m) { return m.n_head_kv * m.head_dim_v; }
-uint32_t qkv_dim(const ModelDesc& m) { return q_dim(m) + k_dim(m) + v_dim(m); }
-uint32_t ff_width(const ModelDesc& m) {
-  uint32_t shared = 0;  // the shared experts' width
-  for (const LayerDesc& l : m.layers) shared = std::max(shared, l.gate_shexp.n_out);
-  return std::max({m.n_ff, m.n_ff_expert, shared});
-}
+using model::FfnKind;
+
+uint32_t q_dim(const AttentionShape& h) { return h.n_head * h.head_dim_k; }
+uint32_t k_dim(const AttentionShape& h) { return h.n_head_kv * h.head_dim_k; }
+uint32_t v_dim(const AttentionShape& h) { return h.n_head_kv * h.head_dim_v; }
+uint32_t qkv_dim(const AttentionShape& h) { return q_dim(h) + k_dim(h) + v_dim(h); }
+uint32_t ff_width(const model::ModelConfig& m) { return std::max({m.n_ff, m.n_ff_expert, m.n_ff_shared()}); }
 // Gated FFNs may run gate and up as one product ([gate; up] per row).
-uint32_t gate_width(const ModelDesc& m) {
-  const bool gated = m.ffn == FfnKind::GatedSilu || m.ffn == FfnKind::GatedGelu;
+uint32_t gate_width(const model::ModelConfig& m) {
+  const bool gated = m.ffn() == FfnKind::GatedSilu || m.ffn() == FfnKind::GatedGelu;
   return gated ? std::max(2 * m.n_ff, ff_width(m)) : ff_width(m);
 }
 
-AttentionShape attention_shape(const ModelDesc& m, const LayerDesc& l, const DeviceLayer& d) {
-  return {m.n_head, m.n_head_kv, m.head_dim_k, m.head_dim_v, m.attn_scale, m.attn_softcap, l.sliding_window,
-          d.attn_sinks};
+AttentionShape attention_shape(const model::ModelConfig& m, const AttentionShape& heads, uint32_t layer,
+                               const DeviceLayer& d) {
+  return {heads.n_head, heads.n_head_kv, heads.head_dim_k, heads.head_dim_v, m.attn_scale, m.attn_softcap,
+          m.layer_uses_window(layer) ? m.sliding_window : 0, d.attn_sinks};
 }
+
+// A dense FFN's activation (SiLU or GELU, gated or not).
+Activation dense_activation(FfnKind kind) { return kind == FfnKind::GatedSilu ? Activation::Silu : Activation::Gelu; }
 
 }  // namespace
 
-StepBuffers layout_step_buffers(const ModelDesc& m, const StepSizes& s, BumpLayout& layout) {
+AttentionShape attention_heads(const model::ModelConfig& m) {
+  if (!m.latent_attention()) return {m.n_head, m.n_head_kv, m.head_dim_k, m.head_dim_v};
+  // Absorbed (latent_attention.h): one key row [k_pe; c], c the values.
+  return {m.n_head, 1, m.mla.kv_lora_rank + m.mla.rope_dim, m.mla.kv_lora_rank};
+}
+
+StepBuffers layout_step_buffers(const model::ModelConfig& m, const ExecutorInputs& in, const StepSizes& s,
+                                BumpLayout& layout) {
+  const AttentionShape heads = attention_heads(m);
   StepBuffers b;
   const std::size_t R = s.max_rows, L = s.max_logit_rows;
   // ids, positions and slots back to back: one copy brings a batch over.
@@ -45,30 +55,29 @@ StepBuffers layout_step_buffers(const ModelDesc& m, const StepSizes& s, BumpLayo
   b.argmax = layout.take<int32_t>(L);
   b.x = layout.take<float>(R * m.n_embd);
   b.h = layout.take<float>(R * m.n_embd);
-  b.qkv = layout.take<float>(R * qkv_dim(m));
-  b.attn_out = layout.take<float>(R * m.n_head * m.head_dim_v);
+  b.qkv = layout.take<float>(R * qkv_dim(heads));
+  b.attn_out = layout.take<float>(R * heads.n_head * heads.head_dim_v);
   b.proj = layout.take<float>(R * m.n_embd);
   b.gate = layout.take<float>(R * gate_width(m));
   b.up = layout.take<float>(R * ff_width(m));
   b.logits = layout.take<float>(L * m.n_vocab);
-  AttentionShape shape{m.n_head, m.n_head_kv, m.head_dim_k, m.head_dim_v};
-  b.attention = layout.take<float>(attention_workspace_floats(shape, s.max_rows, s.max_spans));
+  b.attention = layout.take<float>(attention_workspace_floats(heads, s.max_rows, s.max_spans));
   // The widest activation row: f32 (the float formats) is the largest layout.
   // (Latent attention quantizes n_head rows per row, of nope and of kv_lora values.)
-  const uint32_t max_in = std::max({m.n_embd, m.n_ff, m.n_head * m.head_dim_v, m.n_head * m.mla.nope_dim});
+  const uint32_t max_in = std::max({m.n_embd, m.n_ff, heads.n_head * heads.head_dim_v, m.n_head * m.mla.nope_dim});
   // (A mixture quantizes n_expert_used rows per row, for its experts.)
   const std::size_t act_bytes =
       std::max(R * activation_row_stride(quant::QuantFormat::F32, max_in),
                R * m.n_expert_used * activation_row_stride(quant::QuantFormat::F32, std::max(m.n_embd, m.n_ff_expert)));
   b.act[0] = layout.take<std::byte>(act_bytes);
   b.act[1] = layout.take<std::byte>(act_bytes);
-  const uint32_t half = std::max<uint32_t>(1, m.rope_dims / 2);
-  const bool local_rope = !m.rope_inv_freq_local.empty();
+  const uint32_t half = std::max<uint32_t>(1, m.rope.n_dims / 2);
+  const bool local_rope = !in.rope_inv_freq_local.empty();
   b.inv_freq = layout.take<double>((local_rope ? 2 : 1) * half);
   b.rope = layout.take<double2>(R * half);
   b.rope_local = local_rope ? layout.take<double2>(R * half) : nullptr;
   b.argmax_parts = layout.take<ArgmaxCandidate>(L * kArgmaxParts);
-  b.gelu_table = m.gelu_f16_table ? layout.take<uint16_t>(65536) : nullptr;
+  b.gelu_table = in.gelu_f16_table ? layout.take<uint16_t>(65536) : nullptr;
   if (m.n_expert > 0) {
     const std::size_t K = m.n_expert_used;
     b.moe_logits = layout.take<float>(R * m.n_expert);
@@ -84,7 +93,7 @@ StepBuffers layout_step_buffers(const ModelDesc& m, const StepSizes& s, BumpLayo
     b.moe_chosen = layout.take<int32_t>(R * K);
     b.moe_chosen_w = layout.take<float>(R * K);
   }
-  if (const LatentAttentionDesc& a = m.mla; a.kv_lora_rank > 0) {
+  if (const model::LatentAttentionConfig& a = m.mla; m.latent_attention()) {
     b.mla_a = layout.take<float>(R * std::max(a.q_lora_rank, a.kv_lora_rank + a.rope_dim));
     b.mla_q_a = layout.take<float>(R * a.q_lora_rank);
     b.mla_heads = layout.take<float>(R * m.n_head * std::max(a.nope_dim, a.value_dim));
@@ -92,15 +101,16 @@ StepBuffers layout_step_buffers(const ModelDesc& m, const StepSizes& s, BumpLayo
   return b;
 }
 
-ForwardStep::ForwardStep(const ModelDesc& model, const DeviceWeights& weights, const KvView& kv,
-                         const StepBuffers& buffers)
-    : m_(model), w_(weights), kv_(kv), b_(buffers) {}
+ForwardStep::ForwardStep(const model::ModelConfig& model, const ExecutorInputs& inputs, const DeviceWeights& weights,
+                         const KvView& kv, const StepBuffers& buffers)
+    : m_(model), in_(inputs), heads_(attention_heads(model)), w_(weights), kv_(kv), b_(buffers) {}
 
 void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
   const uint32_t E = m_.n_expert, K = m_.n_expert_used, D = m_.n_embd, F = m_.n_ff_expert, NK = n * K;
   linear(l.router, b_.h, n, b_.moe_logits, E, l.router_bias, nullptr, stream);
-  route_experts(b_.moe_logits, n, E, K, m_.routing, l.expert_selection_bias, b_.moe_chosen, b_.moe_chosen_w, stream);
+  const ExpertRouting routing{m_.expert_gating, m_.expert_weights_norm, m_.expert_weights_scale};
+  route_experts(b_.moe_logits, n, E, K, routing, l.expert_selection_bias, b_.moe_chosen, b_.moe_chosen_w, stream);
   // The n * K (token, expert) pairs grouped by expert on the device; each
   // expert's products then run on its rows in one grouped launch.
   group_expert_rows(b_.moe_chosen, b_.moe_chosen_w, n, K, E, b_.moe_first, b_.moe_rows, b_.moe_slots,
@@ -126,7 +136,8 @@ void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
   };
   experts(l.gate_exps, l.gate_exps_bias, b_.moe_in, b_.moe_gate);
   experts(l.up_exps, l.up_exps_bias, b_.moe_in, b_.moe_up);
-  const FfnKind act = m_.ffn == FfnKind::MoeSwigluOai ? FfnKind::MoeSwigluOai : FfnKind::GatedSilu;
+  const Activation act =
+      m_.arch->expert_activation == model::ExpertActivation::SwigluOai ? Activation::SwigluOai : Activation::Silu;
   gated_activation(act, b_.moe_gate, b_.moe_up, F, F, NK, nullptr, b_.moe_gate, F, stream);
   forget_activations();
   experts(l.down_exps, l.down_exps_bias, b_.moe_gate, b_.moe_down);
@@ -137,7 +148,7 @@ void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
     const uint32_t S = l.gate_shexp.n_out;
     linear(l.gate_shexp, b_.h, n, b_.gate, S, nullptr, nullptr, stream);
     linear(l.up_shexp, b_.h, n, b_.up, S, nullptr, nullptr, stream);
-    gated_activation(FfnKind::GatedSilu, b_.gate, b_.up, S, S, n, nullptr, b_.gate, S, stream);
+    gated_activation(Activation::Silu, b_.gate, b_.up, S, S, n, nullptr, b_.gate, S, stream);
     forget_activations();
     linear(l.down_shexp, b_.gate, n, b_.proj, D, nullptr, b_.proj, stream);
   }
@@ -178,15 +189,15 @@ void ForwardStep::norm_input(const DeviceMatrix& next, const float* w, const flo
   const quant::QuantFormat f = activation_format(next.format);
   const uint32_t slot = next_slot_;
   if (next.n_in == E &&
-      norm_rows_quantized(m_.norm, b_.x, E, rows, w, b, m_.norm_eps, E, n, b_.h, E, f, b_.act[slot], stream)) {
+      norm_rows_quantized(m_.arch->norm, b_.x, E, rows, w, b, m_.norm_eps, E, n, b_.h, E, f, b_.act[slot], stream)) {
     next_slot_ ^= 1u;
     slots_[slot] = {b_.h, f};
     return;
   }
-  norm_rows(m_.norm, b_.x, E, rows, w, b, m_.norm_eps, E, n, b_.h, E, false, stream);
+  norm_rows(m_.arch->norm, b_.x, E, rows, w, b, m_.norm_eps, E, n, b_.h, E, false, stream);
 }
 
-void ForwardStep::activate(FfnKind kind, const DeviceMatrix& next, const float* gate, const float* up,
+void ForwardStep::activate(Activation kind, const DeviceMatrix& next, const float* gate, const float* up,
                            std::size_t in_stride, float* out, uint32_t n, cudaStream_t stream) {
   const uint32_t ff = m_.n_ff;
   forget_activations();
@@ -205,9 +216,9 @@ void ForwardStep::activate(FfnKind kind, const DeviceMatrix& next, const float* 
 
 void ForwardStep::attention_block(uint32_t layer, uint32_t n, const AttentionPlan& launch, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
-  const uint32_t E = m_.n_embd, F = qkv_dim(m_), qd = q_dim(m_), kd = k_dim(m_);
+  const uint32_t E = m_.n_embd, F = qkv_dim(heads_), qd = q_dim(heads_), kd = k_dim(heads_);
   norm_input(l.wq_a ? l.wq_a : l.wqkv ? l.wqkv : l.wq, l.attn_norm, l.attn_norm_bias, nullptr, n, stream);
-  const double2* rope = m_.layers[layer].rope_local ? b_.rope_local : b_.rope;
+  const double2* rope = m_.layer_uses_swa_rope(layer) ? b_.rope_local : b_.rope;
   const float* heads = b_.attn_out;
   if (l.wkv_a) {
     heads = latent_attention_block(layer, n, launch.n_spans, rope, stream);
@@ -222,10 +233,11 @@ void ForwardStep::attention_block(uint32_t layer, uint32_t n, const AttentionPla
       linear(l.wk, b_.h, n, k, F, l.bk, nullptr, stream);
       linear(l.wv, b_.h, n, v, F, l.bv, nullptr, stream);
     }
-    const QkvShape shape{m_.n_head, m_.n_head_kv, m_.head_dim_k, m_.head_dim_v, m_.rope_dims, m_.rope, m_.norm_eps};
+    const QkvShape shape{heads_.n_head, heads_.n_head_kv, heads_.head_dim_k, heads_.head_dim_v, m_.rope.n_dims,
+                         m_.rope.kind, m_.norm_eps};
     prepare_qkv(shape, q, k, v, F, n, l.q_norm, l.k_norm, rope, b_.pos, b_.seq, kv_, layer, stream);
-    const std::size_t out_stride = std::size_t{m_.n_head} * m_.head_dim_v;
-    attention(attention_shape(m_, m_.layers[layer], l), kv_, layer, q, F, b_.seq, b_.pos, b_.tiles, n, launch,
+    const std::size_t out_stride = std::size_t{heads_.n_head} * heads_.head_dim_v;
+    attention(attention_shape(m_, heads_, layer, l), kv_, layer, q, F, b_.seq, b_.pos, b_.tiles, n, launch,
               b_.attention, b_.attn_out, out_stride, stream);
   }
   forget_activations();
@@ -242,28 +254,29 @@ void ForwardStep::ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
   const uint32_t E = m_.n_embd, ff = m_.n_ff;
   // A mixture's leading dense layers run a gated SiLU.
-  const FfnKind kind = m_.layers[layer].dense_ffn ? FfnKind::GatedSilu : m_.ffn;
-  const DeviceMatrix& first = is_mixture_of_experts(kind) ? l.router : l.w_gate ? l.w_gate : l.w_up;
+  const FfnKind kind = m_.ffn(layer);
+  const bool experts = kind == FfnKind::MoeGatedSilu;
+  const DeviceMatrix& first = experts ? l.router : l.w_gate ? l.w_gate : l.w_up;
   norm_input(first, l.ffn_norm, l.ffn_norm_bias, nullptr, n, stream);
   float* hidden = b_.gate;  // the input of the down projection, [n x ff]
-  if (is_mixture_of_experts(kind)) {
+  if (experts) {
     moe_ffn(layer, n, stream);
     add_rows(b_.x, E, b_.proj, E, E, n, stream);
     return;
   }
   if (kind == FfnKind::Gelu) {
     linear(l.w_up, b_.h, n, b_.up, ff, l.b_up, nullptr, stream);
-    activate(kind, l.w_down, b_.up, nullptr, ff, hidden, n, stream);
+    activate(dense_activation(kind), l.w_down, b_.up, nullptr, ff, hidden, n, stream);
   } else if (!l.w_gate) {
     // One product gives [gate; up] per row.
     const uint32_t width = 2 * ff;
     linear(l.w_up, b_.h, n, b_.gate, width, nullptr, nullptr, stream);
     hidden = b_.up;
-    activate(kind, l.w_down, b_.gate, b_.gate + ff, width, hidden, n, stream);
+    activate(dense_activation(kind), l.w_down, b_.gate, b_.gate + ff, width, hidden, n, stream);
   } else {
     linear(l.w_gate, b_.h, n, b_.gate, ff, nullptr, nullptr, stream);
     linear(l.w_up, b_.h, n, b_.up, ff, nullptr, nullptr, stream);
-    activate(kind, l.w_down, b_.gate, b_.up, ff, hidden, n, stream);
+    activate(dense_activation(kind), l.w_down, b_.gate, b_.up, ff, hidden, n, stream);
   }
   if (l.post_ffn_norm) {
     linear(l.w_down, hidden, n, b_.proj, E, l.b_down, nullptr, stream);
@@ -278,15 +291,15 @@ void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionPlan
                           const std::function<void(int)>* after_layer) {
   const uint32_t E = m_.n_embd;
   forget_activations();
-  gather_rows(w_.token_embd.format, w_.token_embd.data, E, b_.ids, n, m_.embed_scale, b_.x, stream);
+  gather_rows(w_.token_embd.format, w_.token_embd.data, E, b_.ids, n, m_.embedding_scale(), b_.x, stream);
   if (w_.position_embd) {
     gather_rows(w_.position_embd.format, w_.position_embd.data, E, reinterpret_cast<const int32_t*>(b_.pos), n,
                 1.0f, b_.h, stream);
     add_rows(b_.x, E, b_.h, E, E, n, stream);
   }
-  if (m_.rope != RopeKind::None) {
-    const uint32_t half = m_.rope_dims / 2;
-    rope_table(b_.inv_freq, b_.pos, n, half, m_.rope_magnitude, b_.rope, stream);
+  if (m_.rope.kind != RopeKind::None) {
+    const uint32_t half = m_.rope.n_dims / 2;
+    rope_table(b_.inv_freq, b_.pos, n, half, in_.rope_magnitude, b_.rope, stream);
     if (b_.rope_local) rope_table(b_.inv_freq + half, b_.pos, n, half, 1.0, b_.rope_local, stream);
   }
   if (after_layer) (*after_layer)(-1);

@@ -12,7 +12,8 @@
 #include "attention.h"
 #include "device_memory.h"
 #include "device_weights.h"
-#include "lamina/cudaexec/model_desc.h"
+#include "lamina/cudaexec/executor.h"
+#include "lamina/model/config.h"
 #include "ops.h"
 
 namespace lamina::cudaexec::detail {
@@ -30,7 +31,7 @@ struct StepBuffers {
   void* act[2] = {nullptr, nullptr};  // quantized activations, two formats at once
   double* inv_freq = nullptr;
   double2* rope = nullptr;                   // [rows][rope_dims / 2] this step's rotations
-  double2* rope_local = nullptr;             // the same for LayerDesc::rope_local layers (null: none)
+  double2* rope_local = nullptr;             // the same for layer_uses_swa_rope layers (null: none)
   ArgmaxCandidate* argmax_parts = nullptr;  // [logit rows][kArgmaxParts]
   uint16_t* gelu_table = nullptr;
   // Mixtures of experts: router logits; the (token, expert) pairs grouped by
@@ -57,12 +58,19 @@ struct StepSizes {
   uint32_t max_spans = 0;  // attention spans covering n_ctx
 };
 
+// The attention's heads: the model's own; for latent attention (absorbed,
+// latent_attention.h) one KV head whose key row is [k_pe; c] (kv_lora +
+// rope values) and whose values are c (kv_lora).
+AttentionShape attention_heads(const model::ModelConfig& model);
+
 // Lays out the buffers in `layout` (pass a null-based layout to measure).
-StepBuffers layout_step_buffers(const ModelDesc& model, const StepSizes& sizes, BumpLayout& layout);
+StepBuffers layout_step_buffers(const model::ModelConfig& model, const ExecutorInputs& inputs, const StepSizes& sizes,
+                                BumpLayout& layout);
 
 class ForwardStep {
  public:
-  ForwardStep(const ModelDesc& model, const DeviceWeights& weights, const KvView& kv, const StepBuffers& buffers);
+  ForwardStep(const model::ModelConfig& model, const ExecutorInputs& inputs, const DeviceWeights& weights,
+              const KvView& kv, const StepBuffers& buffers);
 
   // Enqueues the step for n rows (ids/pos/seq/out_rows/tiles already on the
   // device), n_logit_rows of them wanting logits. after_layer(i) runs on the
@@ -82,7 +90,7 @@ class ForwardStep {
   // out = act(gate) (* up) for n rows of the FFN width, in the same launch
   // quantized for `next`, the only matrix that reads out (where that launch
   // applies, only the quantized rows are kept).
-  void activate(FfnKind kind, const DeviceMatrix& next, const float* gate, const float* up, std::size_t in_stride,
+  void activate(Activation kind, const DeviceMatrix& next, const float* gate, const float* up, std::size_t in_stride,
                 float* out, uint32_t n, cudaStream_t stream);
   // x's rows quantized for w (x: rows of w.n_in values), through the slots.
   const void* quantized_input(const DeviceMatrix& w, const float* x, uint32_t n_rows, cudaStream_t stream);
@@ -102,7 +110,9 @@ class ForwardStep {
   // b_.proj, wholly on the device (graphs capture it like any step).
   void moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream);
 
-  const ModelDesc& m_;
+  const model::ModelConfig& m_;
+  const ExecutorInputs& in_;
+  AttentionShape heads_;  // attention_heads(m_)
   const DeviceWeights& w_;
   KvView kv_;
   StepBuffers b_;

@@ -33,7 +33,7 @@ void ForwardStep::per_head_product(const DeviceMatrix& w, uint32_t first_row, ui
 const float* ForwardStep::latent_attention_block(uint32_t layer, uint32_t n, uint32_t n_spans, const double2* rope,
                                                  cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
-  const LatentAttentionDesc& a = m_.mla;
+  const model::LatentAttentionConfig& a = m_.mla;
   const uint32_t H = m_.n_head, rope_dim = a.rope_dim, nope = a.nope_dim, lora = a.kv_lora_rank;
   const uint32_t key = lora + rope_dim, q_head = nope + rope_dim;
   // Per row: every head's latent query [rotated q_pe; K_b[h]^T q_nope], then
@@ -70,9 +70,10 @@ const float* ForwardStep::latent_attention_block(uint32_t layer, uint32_t n, uin
   per_head_product(l.wk_b, 0, lora, lora, nope_act, H * nope_stride, nope_stride, n, q + rope_dim, F, key, stream);
   forget_activations();
 
-  const QkvShape shape{H, 1, key, 0, rope_dim, m_.rope, m_.norm_eps};
+  const QkvShape shape{H, 1, key, 0, rope_dim, m_.rope.kind, m_.norm_eps};
   prepare_qkv(shape, q, k, k, F, n, nullptr, nullptr, rope, b_.pos, b_.seq, kv_, layer, stream);
-  const AttentionShape attention{H, 1, key, lora, m_.attn_scale, 0.0f, m_.layers[layer].sliding_window, nullptr};
+  const uint32_t window = m_.layer_uses_window(layer) ? m_.sliding_window : 0;
+  const AttentionShape attention{H, 1, key, lora, m_.attn_scale, 0.0f, window, nullptr};
   float* latent = b_.attn_out;  // [n][H][kv_lora]
   latent_attention(attention, kv_, layer, q, F, b_.seq, b_.pos, n, n_spans, b_.attention, latent,
                    std::size_t{H} * lora, stream);

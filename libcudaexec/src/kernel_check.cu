@@ -107,15 +107,15 @@ std::vector<uint8_t> check_norm_quantize(quant::QuantFormat weight_format, const
   // kernel must decline them before touching anything.
   const uint32_t block = quant::format_traits(format).block_elems;
   if (n % block != 0) {
-    if (detail::norm_rows_quantized(NormKind::Rms, x_dev.get<float>(), n, nullptr, w_dev.get<float>(), nullptr, eps,
-                                    n, n_rows, out_dev.get<float>(), n, format, nullptr, nullptr))
+    if (detail::norm_rows_quantized(detail::NormKind::Rms, x_dev.get<float>(), n, nullptr, w_dev.get<float>(),
+                                    nullptr, eps, n, n_rows, out_dev.get<float>(), n, format, nullptr, nullptr))
       throw CudaError("the fused norm accepted rows that are not whole blocks");
     return {};
   }
   const std::size_t stride = activation_layout(format, n).stride;
   DeviceBuffer act_dev(stride * n_rows);
   act_dev.poison();
-  if (!detail::norm_rows_quantized(NormKind::Rms, x_dev.get<float>(), n, nullptr, w_dev.get<float>(),
+  if (!detail::norm_rows_quantized(detail::NormKind::Rms, x_dev.get<float>(), n, nullptr, w_dev.get<float>(),
                                    nullptr, eps, n, n_rows, out_dev.get<float>(), n, format, act_dev.get(),
                                    nullptr)) {
     return {};
@@ -138,7 +138,7 @@ std::vector<uint8_t> check_silu_quantize(quant::QuantFormat weight_format, const
   const std::size_t stride = n % block == 0 ? activation_layout(format, n).stride : 0;
   DeviceBuffer act_dev(stride * n_rows);
   act_dev.poison();
-  if (!detail::gated_activation_quantized(FfnKind::GatedSilu, gate_dev.get<float>(), up_dev.get<float>(), n, n,
+  if (!detail::gated_activation_quantized(detail::Activation::Silu, gate_dev.get<float>(), up_dev.get<float>(), n, n,
                                           n_rows, nullptr, out_dev.get<float>(), n, format, act_dev.get(), nullptr)) {
     return {};
   }

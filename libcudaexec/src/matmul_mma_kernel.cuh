@@ -172,24 +172,31 @@ __device__ __forceinline__ void fill_tile(T (&tile)[A][B][4], T v) {
       for (int i = 0; i < 4; ++i) tile[a][b][i] = v;
 }
 
-template <class F, class C>
+// kBatched: product blockIdx.z of a batched or grouped launch
+// (MatmulArgs::n_batch); its own instantiation, since the offsets cost the
+// single product registers (and the large tiles spills).
+template <class F, class C, bool kBatched>
 __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kernel(const MmaParams p) {
-  // Product blockIdx.z of a batched launch (pointers only: a copy of the
-  // parameters costs the kernel registers).
-  const uint8_t* const w_base = p.w + blockIdx.z * p.w_batch_bytes;
-  const uint8_t* act_base = p.act + blockIdx.z * p.act_batch_bytes;
-  float* y_base = p.y + blockIdx.z * p.y_batch_stride;
-  const float* const bias = p.bias != nullptr ? p.bias + blockIdx.z * p.bias_batch_stride : nullptr;
+  const uint8_t* w_base = p.w;
+  const uint8_t* act_base = p.act;
+  float* y_base = p.y;
+  const float* bias = p.bias;
   uint32_t n_rows = p.n_rows;
-  if (p.batch_rows != nullptr) {
-    // Grouped: this product's rows are known once their producer is done
-    // (so its weights load after that wait, not before).
-    wait_for_prior_kernels();
-    const uint32_t first = p.batch_rows[blockIdx.z];
-    n_rows = p.batch_rows[blockIdx.z + 1] - first;
-    if (blockIdx.y * C::kN >= n_rows) return;
-    act_base += static_cast<std::size_t>(first) * p.act_stride;
-    y_base += static_cast<std::size_t>(first) * p.y_stride;
+  if constexpr (kBatched) {
+    w_base += blockIdx.z * p.w_batch_bytes;
+    act_base += blockIdx.z * p.act_batch_bytes;
+    y_base += blockIdx.z * p.y_batch_stride;
+    if (bias != nullptr) bias += blockIdx.z * p.bias_batch_stride;
+    if (p.batch_rows != nullptr) {
+      // Grouped: this product's rows are known once their producer is done
+      // (so its weights load after that wait, not before).
+      wait_for_prior_kernels();
+      const uint32_t first = p.batch_rows[blockIdx.z];
+      n_rows = p.batch_rows[blockIdx.z + 1] - first;
+      if (blockIdx.y * C::kN >= n_rows) return;
+      act_base += static_cast<std::size_t>(first) * p.act_stride;
+      y_base += static_cast<std::size_t>(first) * p.y_stride;
+    }
   }
   using L = MmaLayout<F, C>;
   constexpr int kMt = C::kMt, kNt = C::kNt;
@@ -490,7 +497,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) matmul_mma_kerne
 }
 
 // Launches the kernel for format F with tile C over args.
-template <class F, class C>
+template <class F, class C, bool kBatched = false>
 void launch_matmul_mma_tile(const MatmulArgs& args, cudaStream_t stream) {
   using L = MmaLayout<F, C>;
   const ActivationLayout layout = activation_layout(activation_format(args.format), args.n_in);
@@ -518,13 +525,13 @@ void launch_matmul_mma_tile(const MatmulArgs& args, cudaStream_t stream) {
   p.bias_batch_stride = args.bias_batch_stride;
   p.batch_rows = args.batch_rows;
   static const bool smem_set = [] {
-    LAMINA_CUDA_CHECK(cudaFuncSetAttribute(matmul_mma_kernel<F, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           L::kSmemBytes));
+    LAMINA_CUDA_CHECK(cudaFuncSetAttribute(matmul_mma_kernel<F, C, kBatched>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, L::kSmemBytes));
     return true;
   }();
   (void)smem_set;
   const dim3 grid((args.n_out + C::kM - 1) / C::kM, (args.n_rows + C::kN - 1) / C::kN, args.n_batch);
-  launch_kernel(matmul_mma_kernel<F, C>, grid, dim3(C::kThreads), L::kSmemBytes, stream, p);
+  launch_kernel(matmul_mma_kernel<F, C, kBatched>, grid, dim3(C::kThreads), L::kSmemBytes, stream, p);
 }
 
 // The tile configurations (every choice gives the same bits).
@@ -552,6 +559,16 @@ MmaTile choose_mma_tile(uint32_t n_out, uint32_t n_rows, uint32_t n_in, bool sub
 template <class F>
 void launch_matmul_mma_format(const MatmulArgs& args, MmaTile tile, cudaStream_t stream) {
   if (args.n_out == 0 || args.n_rows == 0) return;
+  // Batched and grouped products (per-head matrices, experts on their
+  // rows): two tiles only, for up to 16 rows each and for more.
+  if (args.n_batch > 1) {
+    if (args.n_rows <= 16) {
+      launch_matmul_mma_tile<F, MmaTileSmall, true>(args, stream);
+    } else {
+      launch_matmul_mma_tile<F, MmaTileSquare, true>(args, stream);
+    }
+    return;
+  }
   if (tile == MmaTile::Auto) {
     bool sub16 = false;
     if constexpr (kIsSuperBlock<F>) sub16 = F::kSubValues == 16;

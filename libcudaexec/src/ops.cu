@@ -99,18 +99,18 @@ __device__ float swiglu_oai(float gate, float up) {
   return static_cast<float>(g / (1.0 + exp(-1.702 * g)) * (u + 1.0));
 }
 
-__global__ void gated_activation_kernel(FfnKind kind, const float* gate, const float* up, std::size_t in_stride,
+__global__ void gated_activation_kernel(Activation kind, const float* gate, const float* up, std::size_t in_stride,
                                         uint32_t n, const uint16_t* table, float* out, std::size_t out_stride) {
   enter_dependent_kernel();
   const uint32_t r = blockIdx.y;
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float g = gate[r * in_stride + i];
-  if (kind == FfnKind::MoeSwigluOai) {
+  if (kind == Activation::SwigluOai) {
     out[r * out_stride + i] = swiglu_oai(g, up[r * in_stride + i]);
     return;
   }
-  const float a = kind == FfnKind::GatedSilu ? silu(g) : gelu(g, table);
+  const float a = kind == Activation::Silu ? silu(g) : gelu(g, table);
   out[r * out_stride + i] = up ? a * up[r * in_stride + i] : a;
 }
 
@@ -119,14 +119,14 @@ __global__ void gated_activation_kernel(FfnKind kind, const float* gate, const f
 // Q8_K block (by warp 0, from the outputs staged in shared memory).
 template <bool kSuper, bool kWithSum>
 __global__ void __launch_bounds__(kThreads) gated_activation_quantized_kernel(
-    FfnKind kind, const float* gate, const float* up, std::size_t in_stride, const uint16_t* table, float* out,
+    Activation kind, const float* gate, const float* up, std::size_t in_stride, const uint16_t* table, float* out,
     std::size_t out_stride, uint8_t* act, ActivationLayout layout) {
   enter_dependent_kernel();
   __shared__ float staged[kThreads];
   const uint32_t r = blockIdx.y;
   const uint32_t i = blockIdx.x * kThreads + threadIdx.x;
   const float g = gate[r * in_stride + i];
-  const float a = kind == FfnKind::GatedSilu ? silu(g) : gelu(g, table);
+  const float a = kind == Activation::Silu ? silu(g) : gelu(g, table);
   const float y = up ? a * up[r * in_stride + i] : a;
   if (out != nullptr) out[r * out_stride + i] = y;
   uint8_t* act_row = act + r * layout.stride;
@@ -254,7 +254,7 @@ void rope_table(const double* inv_freq, const uint32_t* pos, uint32_t n_rows, ui
                 table);
 }
 
-void gated_activation(FfnKind kind, const float* gate, const float* up, std::size_t in_stride, uint32_t n,
+void gated_activation(Activation kind, const float* gate, const float* up, std::size_t in_stride, uint32_t n,
                       uint32_t n_rows, const uint16_t* gelu_table, float* out, std::size_t out_stride,
                       cudaStream_t stream) {
   if (n_rows == 0) return;
@@ -262,12 +262,12 @@ void gated_activation(FfnKind kind, const float* gate, const float* up, std::siz
                 gelu_table, out, out_stride);
 }
 
-bool gated_activation_quantized(FfnKind kind, const float* gate, const float* up, std::size_t in_stride, uint32_t n,
+bool gated_activation_quantized(Activation kind, const float* gate, const float* up, std::size_t in_stride, uint32_t n,
                                 uint32_t n_rows, const uint16_t* gelu_table, float* out, std::size_t out_stride,
                                 quant::QuantFormat act_format, void* act, cudaStream_t stream) {
   using quant::QuantFormat;
   static_assert(kThreads == quant::kQK_K);
-  if (kind != FfnKind::GatedSilu && kind != FfnKind::GatedGelu && kind != FfnKind::Gelu) return false;
+  if (kind == Activation::SwigluOai) return false;
   if (n % kThreads != 0) return false;
   if (act_format != QuantFormat::Q8_0 && act_format != QuantFormat::Q8_1 && act_format != QuantFormat::Q8_K) {
     return false;

@@ -11,10 +11,32 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "lamina/cudaexec/model_desc.h"
+#include "lamina/model/architecture.h"
+#include "lamina/model/config.h"
 #include "lamina/quant/format.h"
 
 namespace lamina::cudaexec::detail {
+
+// The model's own kinds (lamina/model/architecture.h, config.h).
+using model::ExpertGating;
+using model::NormKind;
+using model::RopeKind;
+
+// The activation of an FFN's hidden values: act(gate) * up, or act(gate)
+// without up. SwigluOai is gpt-oss's clamped SwiGLU, min(g, 7) *
+// sigmoid(1.702 min(g, 7)) * (clamp(u, -7, 7) + 1).
+enum class Activation : uint8_t { Silu, Gelu, SwigluOai };
+
+// How a mixture picks each token's experts and weighs them (ModelConfig's
+// expert_gating, expert_weights_norm, expert_weights_scale): gating values
+// (softmax over all experts, or sigmoid), the n_expert_used highest by value
+// plus the layer's expert_selection_bias (lower id on ties), weighted by
+// their gating values, divided by their sum when `normalize`, times `scale`.
+struct ExpertRouting {
+  ExpertGating gating = ExpertGating::Softmax;
+  bool normalize = true;
+  float scale = 1.0f;
+};
 
 // out[r] (+)= norm(x[r]) * w (+ b): RMSNorm or LayerNorm of n values; the
 // reductions in double. x row r is x + src_row(r) * x_stride, where
@@ -65,10 +87,10 @@ void prepare_qkv(const QkvShape& shape, float* q, float* k, const float* v, std:
                  const float* q_norm, const float* k_norm, const double2* rope, const uint32_t* pos,
                  const uint32_t* seq, const KvView& kv, uint32_t layer, cudaStream_t stream);
 
-// out[r][i] = act(gate[r][i]) * up[r][i] for i < n (SiLU or GELU), or
-// out = act(gate) when up is null. gelu_table (65536 f16 results per f16
+// out[r][i] = act(gate[r][i]) * up[r][i] for i < n, or out = act(gate)
+// when up is null (not for SwigluOai). gelu_table (65536 f16 results per f16
 // input) selects the tabulated GELU; null computes it exactly.
-void gated_activation(FfnKind kind, const float* gate, const float* up, std::size_t in_stride, uint32_t n,
+void gated_activation(Activation kind, const float* gate, const float* up, std::size_t in_stride, uint32_t n,
                       uint32_t n_rows, const uint16_t* gelu_table, float* out, std::size_t out_stride,
                       cudaStream_t stream);
 
@@ -76,9 +98,9 @@ void gated_activation(FfnKind kind, const float* gate, const float* up, std::siz
 // (Q8_0, Q8_1 or Q8_K) at act, exactly as quantize_activations(act_format,
 // out, ...) would convert them afterwards: one launch instead of two.
 // A null out keeps only the quantized rows (when they are all that is read).
-// Returns false, launching nothing, where n is not a multiple of 256 or the
-// format is not one of those.
-bool gated_activation_quantized(FfnKind kind, const float* gate, const float* up, std::size_t in_stride, uint32_t n,
+// Returns false, launching nothing, where n is not a multiple of 256, the
+// format is not one of those or kind is SwigluOai.
+bool gated_activation_quantized(Activation kind, const float* gate, const float* up, std::size_t in_stride, uint32_t n,
                                 uint32_t n_rows, const uint16_t* gelu_table, float* out, std::size_t out_stride,
                                 quant::QuantFormat act_format, void* act, cudaStream_t stream);
 

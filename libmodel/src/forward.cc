@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "forward_limits.h"
 
 namespace lamina::model {
 
@@ -24,6 +23,12 @@ std::vector<int32_t> Forward::decode_greedy(std::span<const TokenInput> batch) {
 uint32_t context_size(const ModelConfig& c, uint32_t requested) {
   if (requested > 0) return requested;
   return c.n_ctx_train > 0 ? std::min<uint32_t>(c.n_ctx_train, 4096) : 4096;
+}
+
+BatchLimits batch_limits(const ModelConfig& c, const Weights& w, uint32_t n_ctx, uint32_t n_seq) {
+  BatchLimits limits{.n_vocab = c.n_vocab, .n_ctx = n_ctx, .n_seq = n_seq};
+  if (w.position_embd) limits.n_learned_positions = w.position_embd.n_out;
+  return limits;
 }
 
 void check_batch(std::span<const TokenInput> batch, const BatchLimits& limits) {

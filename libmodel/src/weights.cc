@@ -129,7 +129,7 @@ void bind_ffn(Binder& b, const ModelConfig& c, uint32_t layer, const std::string
         l.down_exps_bias = b.vector(p + "ffn_down_exps.bias", c.n_embd, true, c.n_expert);
       }
       if (c.n_expert_shared > 0) {
-        const uint32_t shared = c.n_ff_expert * c.n_expert_shared;
+        const uint32_t shared = c.n_ff_shared();
         l.gate_shexp = b.matrix(p + "ffn_gate_shexp.weight", c.n_embd, shared);
         l.up_shexp = b.matrix(p + "ffn_up_shexp.weight", c.n_embd, shared);
         l.down_shexp = b.matrix(p + "ffn_down_shexp.weight", shared, c.n_embd);

@@ -7,55 +7,50 @@
 #include "backend/module_abi.h"
 #include "backend_config.h"  // LAMINA_VERSION
 #include "lamina/cudaexec/executor.h"
-#include "model_desc.h"
 
 namespace lamina::model {
 namespace {
 
-uint32_t default_ctx(const ModelConfig& c) {
-  return c.n_ctx_train > 0 ? std::min<uint32_t>(c.n_ctx_train, 4096) : 4096;
-}
-
-std::vector<cudaexec::StepToken> to_steps(std::span<const TokenInput> batch) {
-  std::vector<cudaexec::StepToken> steps(batch.size());
-  for (std::size_t i = 0; i < batch.size(); ++i)
-    steps[i] = {batch[i].token, batch[i].pos, batch[i].seq, batch[i].logits};
-  return steps;
+// The tables the CPU path computes, lent to the executor so both use the same values.
+cudaexec::ExecutorInputs executor_inputs(const Model& model, bool exact_activations, const backend::Host& host) {
+  const ModelConfig& c = model.config();
+  const Weights& w = model.weights();
+  return {.rope_inv_freq = host.rope_inverse_frequencies(c, w, false),
+          .rope_inv_freq_local = host.rope_inverse_frequencies(c, w, true),
+          .rope_magnitude = host.rope_magnitude(c),
+          .gelu_f16_table = exact_activations ? nullptr : host.gelu_f16_table()};
 }
 
 class GpuForward final : public Forward {
  public:
   GpuForward(const Model& model, const ForwardOptions& o, const GpuOptions& g, const backend::Host& host)
       : model_(model),
-        desc_(gpu::describe_for_gpu(model, o.exact_activations, host)),
-        exec_(desc_, {.device = g.device,
-                      .n_ctx = o.n_ctx ? o.n_ctx : default_ctx(model.config()),
-                      .n_seq = o.n_seq,
-                      .max_batch = o.max_batch,
-                      .max_logit_rows = 0,
-                      .use_graphs = g.use_graphs}) {}
+        exec_(model.config(), model.weights(), executor_inputs(model, o.exact_activations, host),
+              {.device = g.device,
+               .n_ctx = context_size(model.config(), o.n_ctx),
+               .n_seq = o.n_seq,
+               .max_batch = o.max_batch,
+               .max_logit_rows = 0,
+               .use_graphs = g.use_graphs}) {}
 
   std::span<const float> decode(std::span<const TokenInput> batch) override {
-    const auto steps = to_steps(batch);
     std::size_t wanted = 0;
     for (const auto& t : batch) wanted += t.logits ? 1 : 0;
     logits_.resize(wanted * model_.config().n_vocab);
-    run([&] { exec_.forward(steps, logits_.data()); });
+    run([&] { exec_.forward(batch, logits_.data()); });
     return logits_;
   }
 
   std::vector<int32_t> decode_greedy(std::span<const TokenInput> batch) override {
-    const auto steps = to_steps(batch);
     std::vector<int32_t> ids(static_cast<std::size_t>(std::count_if(
         batch.begin(), batch.end(), [](const TokenInput& t) { return t.logits; })));
-    run([&] { exec_.forward_argmax(steps, ids.data()); });
+    run([&] { exec_.forward_argmax(batch, ids.data()); });
     return ids;
   }
 
   std::vector<float> trace_last_token(std::span<const TokenInput> batch, std::vector<float>& logits) override {
-    const auto steps = to_steps(batch);
     std::vector<float> trace;
-    run([&] { trace = exec_.trace_last_token(steps, logits); });
+    run([&] { trace = exec_.trace_last_token(batch, logits); });
     return trace;
   }
 
@@ -86,7 +81,6 @@ class GpuForward final : public Forward {
   }
 
   const Model& model_;
-  cudaexec::ModelDesc desc_;
   cudaexec::Executor exec_;
   std::vector<float> logits_;
 };

@@ -127,7 +127,8 @@ std::unique_ptr<Forward> make_gpu_forward(const Model& model, const ForwardOptio
   const bool argmax_ok = r.cpu_argmax == r.gpu_argmax || r.cpu_margin <= 2 * r.max_abs_diff;
   if (r.cosine < threshold || !argmax_ok)
     throw ModelError("GPU parity check failed (threshold cosine " + std::to_string(threshold) +
-                     "): " + r.summary() + "; the GPU is not used (--no-parity-check skips this check)");
+                     "): " + r.summary() +
+                     "; the GPU is not used (GpuOptions::parity_check = false skips this check)");
   return fwd;
 }
 

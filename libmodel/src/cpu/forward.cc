@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "attention.h"
-#include "forward_limits.h"
 #include "latent_attention.h"
 #include "lamina/quant/kernels.h"
 #include "lamina/quant/reference.h"
@@ -144,13 +143,11 @@ void CpuForward::State::norm(const Vector& weight, const Vector& bias, const flo
 }
 
 void CpuForward::State::check(std::span<const TokenInput> batch) const {
-  BatchLimits limits{.n_vocab = c.n_vocab, .n_ctx = cache.n_ctx(), .n_seq = cache.n_seq()};
-  if (w.position_embd) limits.n_learned_positions = w.position_embd.n_out;
-  check_batch(batch, limits);
+  check_batch(batch, batch_limits(c, w, cache.n_ctx(), cache.n_seq()));
 }
 
 void CpuForward::State::embed(std::span<const TokenInput> batch) {
-  const float scale = c.arch->scale_embeddings ? std::sqrt(static_cast<float>(c.n_embd)) : 1.0f;
+  const float scale = c.embedding_scale();
   for (std::size_t t = 0; t < batch.size(); ++t) {
     float* xr = x.data() + t * c.n_embd;
     quant::dequantize_row_ref(w.token_embd.format, w.token_embd.row(static_cast<std::size_t>(batch[t].token)), xr,

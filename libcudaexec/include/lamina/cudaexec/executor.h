@@ -2,6 +2,8 @@
 // GGUF formats, a KV cache in f16, workspace sized once, and the forward
 // pass of a batch of tokens (prompt chunks and decode steps of several
 // sequences) as a sequence of kernels; decode steps replay a CUDA graph.
+// It reads the model as libmodel describes it (ModelConfig, Weights): the
+// CPU and GPU paths share one description.
 #pragma once
 
 #include <cstddef>
@@ -11,8 +13,10 @@
 #include <vector>
 
 #include "lamina/cudaexec/device.h"
-#include "lamina/cudaexec/model_desc.h"
 #include "lamina/cudaexec/export.h"
+#include "lamina/model/config.h"
+#include "lamina/model/forward.h"
+#include "lamina/model/weights.h"
 
 namespace lamina::cudaexec {
 
@@ -25,11 +29,18 @@ struct LAMINA_CUDAEXEC_API ExecutorOptions {
   bool use_graphs = true;     // replay decode steps as CUDA graphs (eager if false or if capture fails)
 };
 
-struct LAMINA_CUDAEXEC_API StepToken {
-  int32_t token = 0;
-  uint32_t pos = 0;   // position within its sequence
-  uint32_t seq = 0;   // KV cache slot
-  bool logits = false;
+// What the executor takes from the host besides the model: tables libmodel
+// computes for its CPU path, so both paths use the same values.
+struct LAMINA_CUDAEXEC_API ExecutorInputs {
+  // Per rotated pair, the angle per position (rope.n_dims / 2 values), and
+  // the same for the layers where ModelConfig::layer_uses_swa_rope (a second
+  // base, gemma3; empty when no layer does). Unused without RoPE.
+  std::vector<double> rope_inv_freq, rope_inv_freq_local;
+  double rope_magnitude = 1.0;  // the factor of rope_inv_freq's cos and sin (YaRN)
+  // GELU through this table of 65536 f16 results, one per f16 input (the
+  // CPU path's llama.cpp-compatible numerics); null computes it exactly
+  // (ForwardOptions::exact_activations).
+  const uint16_t* gelu_f16_table = nullptr;
 };
 
 // Where the device memory went, in bytes.
@@ -41,10 +52,13 @@ struct LAMINA_CUDAEXEC_API MemoryUse {
 
 class LAMINA_CUDAEXEC_API Executor {
  public:
-  // Uploads the weights and allocates everything. Throws CudaError when there
-  // is no such device, a tensor format has no kernel, or the model, cache and
-  // workspace do not fit in the device's free memory (naming the sizes).
-  Executor(const ModelDesc& model, const ExecutorOptions& options);
+  // Uploads the weights and allocates everything; `weights` need not outlive
+  // the constructor, `config` and `inputs` are copied. Throws CudaError when
+  // there is no such device, a tensor format has no kernel, or the model,
+  // cache and workspace do not fit in the device's free memory (naming the
+  // sizes).
+  Executor(const model::ModelConfig& config, const model::Weights& weights, const ExecutorInputs& inputs,
+           const ExecutorOptions& options);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -52,18 +66,19 @@ class LAMINA_CUDAEXEC_API Executor {
   // Runs `batch` (a sequence's tokens in position order) and copies the
   // logits of the entries with `logits` set to `logits_out`, in batch order,
   // [n_wanted x n_vocab]. A sequence's logits never depend on what else is in
-  // the batch.
-  void forward(std::span<const StepToken> batch, float* logits_out);
+  // the batch. A token outside the model's or the cache's bounds throws
+  // ModelError (model::check_batch, the CPU path's check).
+  void forward(std::span<const model::TokenInput> batch, float* logits_out);
 
   // Like forward, but returns only the argmax (lowest index among equal
   // maxima) of each wanted row: one id per row crosses the bus.
-  void forward_argmax(std::span<const StepToken> batch, int32_t* ids_out);
+  void forward_argmax(std::span<const model::TokenInput> batch, int32_t* ids_out);
 
   // The hidden state (residual stream) after the embedding and after every
   // layer for the last token of `batch`, [(n_layer + 1) x n_embd], then the
   // logits of that token: for comparing against another implementation
   // layer by layer. Runs eagerly; writes the KV cache like forward.
-  std::vector<float> trace_last_token(std::span<const StepToken> batch, std::vector<float>& logits_out);
+  std::vector<float> trace_last_token(std::span<const model::TokenInput> batch, std::vector<float>& logits_out);
 
   const DeviceInfo& device() const;
   MemoryUse memory_use() const;

@@ -1,6 +1,7 @@
 // Hyperparameters of a model, read from GGUF metadata and checked for consistency.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -83,6 +84,8 @@ struct LAMINA_MODEL_API ModelConfig {
   LatentAttentionConfig mla;
 
   bool latent_attention() const { return mla.kv_lora_rank > 0; }
+  // The shared experts' width, stacked into one FFN (0: none).
+  uint32_t n_ff_shared() const { return n_ff_expert * n_expert_shared; }
 
   uint32_t q_dim() const { return n_head * head_dim_k; }
   uint32_t k_dim() const { return n_head_kv * head_dim_k; }
@@ -93,6 +96,9 @@ struct LAMINA_MODEL_API ModelConfig {
   // The FFN of one layer: the leading dense layers of a mixture of experts
   // (deepseek2) run a gated SiLU of width n_ff.
   FfnKind ffn(uint32_t layer) const { return layer < n_dense_lead ? FfnKind::GatedSilu : ffn(); }
+  // The factor of the token embeddings: sqrt(n_embd) where the architecture
+  // scales them (gemma), else 1.
+  float embedding_scale() const { return arch->scale_embeddings ? std::sqrt(static_cast<float>(n_embd)) : 1.0f; }
   // Whether `layer` rotates with rope.freq_base_swa instead of the main base.
   bool layer_uses_swa_rope(uint32_t layer) const { return rope.freq_base_swa > 0 && layer_uses_window(layer); }
   bool layer_uses_window(uint32_t layer) const {

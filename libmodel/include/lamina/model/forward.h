@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -44,6 +45,28 @@ struct LAMINA_MODEL_API TokenInput {
   uint32_t seq = 0;   // KV cache slot
   bool logits = false;
 };
+
+// What every forward pass (CPU and GPU) resolves and checks the same way.
+// ForwardOptions::n_ctx resolved: `requested`, or for 0 the model's training
+// context capped at 4096 (4096 when the model does not say).
+LAMINA_MODEL_API uint32_t context_size(const ModelConfig& config, uint32_t requested);
+
+struct LAMINA_MODEL_API BatchLimits {
+  uint32_t n_vocab = 0;
+  uint32_t n_ctx = 0;
+  uint32_t n_seq = 0;
+  uint32_t n_learned_positions = std::numeric_limits<uint32_t>::max();  // a learned position table's rows
+};
+
+// The limits of a forward pass of `config` and `weights` with a cache of
+// n_ctx positions for n_seq sequences.
+LAMINA_MODEL_API BatchLimits batch_limits(const ModelConfig& config, const Weights& weights, uint32_t n_ctx,
+                                          uint32_t n_seq);
+
+// Throws ModelError naming the first token of `batch` outside the limits:
+// an id outside the vocabulary, a position past the context or the learned
+// positions, a sequence without a KV cache slot.
+LAMINA_MODEL_API void check_batch(std::span<const TokenInput> batch, const BatchLimits& limits);
 
 class LAMINA_MODEL_API Forward {
  public:

@@ -92,6 +92,9 @@ void shape_tool_calls(json& fields, std::size_t index) {
   if (it == fields.end() || it->is_null()) return;
   const std::string param = "messages[" + std::to_string(index) + "].tool_calls";
   if (!it->is_array()) throw wrong_type(param, "an array");
+  // Clients echo a reply's calls with content null; templates read the content
+  // as text (Qwen 3's tests `'</think>' in message.content`), so it goes as "".
+  if (const auto content = fields.find("content"); content != fields.end() && content->is_null()) fields.erase(content);
   for (std::size_t i = 0; i < it->size(); ++i) {
     json& call = (*it)[i];
     const std::string call_param = param + "[" + std::to_string(i) + "]";

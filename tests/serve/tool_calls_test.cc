@@ -70,7 +70,7 @@ TEST(ToolRequest, BadFieldsAreNamed) {
 }
 
 TEST(ToolRequest, HistoryArgumentsBecomeObjects) {
-  json fields = json::parse(R"({"tool_calls": [
+  json fields = json::parse(R"({"content": null, "tool_calls": [
       {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{\"x\": [1, 2]}"}},
       {"id": "b", "type": "function", "function": {"name": "g", "arguments": ""}},
       {"id": "c", "type": "function", "function": {"name": "h", "arguments": {"y": true}}}]})");
@@ -78,6 +78,7 @@ TEST(ToolRequest, HistoryArgumentsBecomeObjects) {
   EXPECT_EQ(fields["tool_calls"][0]["function"]["arguments"], json::parse(R"({"x": [1, 2]})"));
   EXPECT_EQ(fields["tool_calls"][1]["function"]["arguments"], json::object());
   EXPECT_EQ(fields["tool_calls"][2]["function"]["arguments"], json::parse(R"({"y": true})"));
+  EXPECT_FALSE(fields.contains("content"));  // the message's content: "" rather than null
 
   for (const auto& [bad, param] : std::vector<std::pair<std::string, std::string>>{
            {R"({"tool_calls": {}})", "messages[1].tool_calls"},

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "../model/chat_template_real_templates.h"
 #include "api_error.h"
+#include "lamina/model/chat_template.h"
+#include "openai_request.h"
 #include "openai_response.h"
 #include "sse_events.h"
 #include "tool_request.h"
@@ -125,6 +128,54 @@ TEST(ToolRequest, WhatCannotBeHonouredIsRefused) {
   EXPECT_TRUE(hermes.skip_special_tokens);
   constrain_tool_choice(tools, model::ToolCallFormat::Mistral, mistral);
   EXPECT_FALSE(mistral.skip_special_tokens);  // [TOOL_CALLS] is a special token
+}
+
+// An OpenAI-shaped request (arguments as JSON text, the assistant's content null,
+// the tool role) through the request parser into real templates. The expected
+// texts are jinja2 3.1's renderings with transformers' setup of the same
+// conversation (arguments as an object, content None). The tools' keys are in
+// sorted order: request bodies are parsed into key-sorted JSON.
+constexpr const char* kOpenAiToolConversation = R"({"messages": [
+    {"role": "system", "content": "You are helpful."},
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+      "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "18 C"}],
+  "tools": [{"function": {"description": "Current weather", "name": "get_weather", "parameters":
+    {"properties": {"city": {"type": "string"}}, "required": ["city"], "type": "object"}}, "type": "function"}]})";
+
+constexpr const char* kQwen25Rendering =
+    "<|im_start|>system\nYou are helpful.\n\n# Tools\n\nYou may call one or more functions to assist with"
+    " the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<too"
+    "ls>\n{\"function\": {\"description\": \"Current weather\", \"name\": \"get_weather\", \"parameters\""
+    ": {\"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"], \"type\": \"object\""
+    "}}, \"type\": \"function\"}\n</tools>\n\nFor each function call, return a json object with function "
+    "name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>"
+    ", \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\nWeather in Paris?<|i"
+    "m_end|>\n<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \""
+    "Paris\"}}\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n18 C\n</tool_response><|im_end"
+    "|>\n<|im_start|>assistant\n";
+constexpr const char* kLlama33Rendering =
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nCutting Knowled"
+    "ge Date: December 2023\nToday Date: 26 Jul 2024\n\nYou are helpful.<|eot_id|><|start_header_id|>user"
+    "<|end_header_id|>\n\nGiven the following functions, please respond with a JSON for a function call w"
+    "ith its proper arguments that best answers the given prompt.\n\nRespond in the format {\"name\": fun"
+    "ction name, \"parameters\": dictionary of argument name and its value}.Do not use variables.\n\n{\n "
+    "   \"function\": {\n        \"description\": \"Current weather\",\n        \"name\": \"get_weather\""
+    ",\n        \"parameters\": {\n            \"properties\": {\n                \"city\": {\n          "
+    "          \"type\": \"string\"\n                }\n            },\n            \"required\": [\n    "
+    "            \"city\"\n            ],\n            \"type\": \"object\"\n        }\n    },\n    \"typ"
+    "e\": \"function\"\n}\n\nWeather in Paris?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+    "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}<|eot_id|><|start_header_id|>ipyth"
+    "on<|end_header_id|>\n\n\"18 C\"<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
+
+TEST(ToolRequest, OpenAiConversationRendersAsTransformers) {
+  const ParsedRequest r = parse_completion_request(json::parse(kOpenAiToolConversation), Endpoint::ChatCompletions,
+                                                   RequestDefaults{}, 1);
+  const model::ModelChat qwen(model::real_templates::kQwen25, "", "<|im_end|>");
+  EXPECT_EQ(qwen.render(r.messages, r.chat), kQwen25Rendering);
+  const model::ModelChat llama(model::real_templates::kLlama33, "<|begin_of_text|>", "<|eot_id|>");
+  EXPECT_EQ(llama.render(r.messages, r.chat), kLlama33Rendering);
 }
 
 ResponseMeta chat_meta() {

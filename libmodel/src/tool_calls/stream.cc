@@ -312,12 +312,14 @@ std::optional<ToolCallFormat> detect_tool_call_format(std::string_view chat_temp
 }
 
 std::string_view tool_call_format_name(ToolCallFormat format) {
-  switch (format) {
-    case ToolCallFormat::Hermes: return "hermes";
-    case ToolCallFormat::Llama3Json: return "llama3-json";
-    case ToolCallFormat::Mistral: return "mistral";
-    case ToolCallFormat::Harmony: return "harmony";
-  }
+  static constexpr std::pair<ToolCallFormat, std::string_view> kNames[] = {
+      {ToolCallFormat::Hermes, "hermes"},
+      {ToolCallFormat::Llama3Json, "llama3-json"},
+      {ToolCallFormat::Mistral, "mistral"},
+      {ToolCallFormat::Harmony, "harmony"},
+  };
+  for (const auto& [f, name] : kNames)
+    if (f == format) return name;
   return "unknown";
 }
 

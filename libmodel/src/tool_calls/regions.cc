@@ -13,8 +13,8 @@ Region malformed(Region r, std::size_t at) {
 
 // Reads the call object at region[pos] == '{' into `r`; false when the region
 // ends there (r.status set), true when a complete call was read (pos moved past it).
-bool read_object(std::string_view region, std::size_t& pos, Region& r) {
-  const CallObject obj = scan_call_object(region.substr(pos));
+bool read_object(std::string_view region, std::size_t& pos, Region& r, SpanMemo& memo) {
+  const CallObject obj = scan_call_object(region.substr(pos), &memo, pos);
   if (obj.name && (obj.args_begin != std::string_view::npos || obj.status == Scan::Complete)) {
     RegionCall call{*obj.name};
     if (obj.args_begin != std::string_view::npos) {
@@ -37,12 +37,12 @@ bool read_object(std::string_view region, std::size_t& pos, Region& r) {
   return true;
 }
 
-Region scan_hermes(std::string_view region) {
+Region scan_hermes(std::string_view region, SpanMemo& memo) {
   Region r;
   std::size_t pos = skip_space(region, kHermesOpen.size());
   if (pos == region.size()) return r;
   if (region[pos] != '{') return malformed(std::move(r), pos);
-  if (!read_object(region, pos, r)) return r;
+  if (!read_object(region, pos, r, memo)) return r;
   const std::size_t after = skip_space(region, pos);
   const std::string_view rest = region.substr(after);
   if (starts_with(rest, kHermesClose)) {
@@ -55,14 +55,14 @@ Region scan_hermes(std::string_view region) {
   return r;
 }
 
-Region scan_llama(std::string_view region) {
+Region scan_llama(std::string_view region, SpanMemo& memo) {
   Region r;
   std::size_t pos = starts_with(region, kLlamaPythonTag) ? kLlamaPythonTag.size() : 0;
   while (true) {
     pos = skip_space(region, pos);
     if (pos == region.size()) return r;
     if (region[pos] != '{') return malformed(std::move(r), pos);
-    if (!read_object(region, pos, r)) return r;
+    if (!read_object(region, pos, r, memo)) return r;
     const std::size_t next = skip_space(region, pos);
     if (next == region.size()) return r;
     if (region[next] != ';') {
@@ -80,7 +80,7 @@ bool is_name_char(char c) {
 }
 
 // [TOOL_CALLS]name[ARGS]{...}
-Region scan_mistral_named(std::string_view region, std::size_t pos) {
+Region scan_mistral_named(std::string_view region, std::size_t pos, SpanMemo& memo) {
   Region r;
   std::size_t i = pos;
   while (i < region.size() && is_name_char(region[i])) ++i;
@@ -94,7 +94,7 @@ Region scan_mistral_named(std::string_view region, std::size_t pos) {
   const std::size_t a = skip_space(region, i + kMistralArgs.size());
   if (a == region.size()) return r;
   if (region[a] != '{') return malformed(std::move(r), a);
-  const ValueSpan v = json_value_span(region, a);
+  const ValueSpan v = json_value_span(region, a, &memo);
   r.calls.push_back({std::string(region.substr(pos, i - pos)), a, v.end, v.status == Scan::Complete});
   if (v.status == Scan::Incomplete) return r;
   r.status = v.status;
@@ -102,10 +102,10 @@ Region scan_mistral_named(std::string_view region, std::size_t pos) {
   return r;
 }
 
-Region scan_mistral(std::string_view region) {
+Region scan_mistral(std::string_view region, SpanMemo& memo) {
   std::size_t pos = skip_space(region, kMistralMarker.size());
   if (pos == region.size()) return {};
-  if (region[pos] != '[') return scan_mistral_named(region, pos);
+  if (region[pos] != '[') return scan_mistral_named(region, pos, memo);
   Region r;
   ++pos;
   for (bool first = true;; first = false) {
@@ -122,17 +122,17 @@ Region scan_mistral(std::string_view region) {
       if (pos == region.size()) return r;
     }
     if (region[pos] != '{') return malformed(std::move(r), pos);
-    if (!read_object(region, pos, r)) return r;
+    if (!read_object(region, pos, r, memo)) return r;
   }
 }
 
 }  // namespace
 
-Region scan_region(ToolCallFormat format, std::string_view region) {
+Region scan_region(ToolCallFormat format, std::string_view region, SpanMemo& memo) {
   switch (format) {
-    case ToolCallFormat::Hermes: return scan_hermes(region);
-    case ToolCallFormat::Llama3Json: return scan_llama(region);
-    case ToolCallFormat::Mistral: return scan_mistral(region);
+    case ToolCallFormat::Hermes: return scan_hermes(region, memo);
+    case ToolCallFormat::Llama3Json: return scan_llama(region, memo);
+    case ToolCallFormat::Mistral: return scan_mistral(region, memo);
     case ToolCallFormat::Harmony: break;
   }
   return malformed({}, 0);

@@ -38,7 +38,8 @@ struct Region {
 };
 
 // `region` starts with the format's marker (Llama 3: with '{' or the python tag).
-Region scan_region(ToolCallFormat format, std::string_view region);
+// `memo` carries what earlier scans of the same, shorter region learnt.
+Region scan_region(ToolCallFormat format, std::string_view region, SpanMemo& memo);
 // How much of a region that turned out to be no call is the marker, shown as text.
 std::size_t marker_length(ToolCallFormat format);
 

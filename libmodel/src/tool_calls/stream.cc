@@ -42,6 +42,7 @@ struct ToolCallStream::State {
   bool drop_space = false;  // after a call, leading whitespace is dropped
   std::size_t calls_done = 0;
   std::vector<std::size_t> emitted;  // Region: argument bytes sent per call of the region
+  SpanMemo memo;                     // Region: what the scans so far learnt of it
   Body body = Body::Content;
   StopFilter markers;
 
@@ -177,7 +178,7 @@ struct ToolCallStream::State {
   }
 
   bool region(ToolCallStreamDelta& out, bool at_end) {
-    Region r = scan_region(format, buf);
+    Region r = scan_region(format, buf, memo);
     if (r.status == Scan::Incomplete) {
       if (!at_end) {
         send_region_calls(out, r.calls, false);
@@ -193,12 +194,14 @@ struct ToolCallStream::State {
       out.content.append(buf, 0, marker);
       buf.erase(0, marker);
       held_space.clear();
+      memo = {};
       mode = format == ToolCallFormat::Llama3Json ? Mode::Plain : Mode::Text;
       return true;
     }
     send_region_calls(out, r.calls, true);
     calls_done += r.calls.size();
     emitted.clear();
+    memo = {};
     held_space.clear();
     buf.erase(0, r.end);
     drop_space = true;

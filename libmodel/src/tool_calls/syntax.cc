@@ -7,18 +7,6 @@
 namespace lamina::model::tool_calls {
 namespace {
 
-// The end of the string whose opening quote is s[pos].
-ValueSpan string_span(std::string_view s, std::size_t pos) {
-  for (std::size_t i = pos + 1; i < s.size(); ++i) {
-    if (s[i] == '\\') {
-      ++i;
-    } else if (s[i] == '"') {
-      return {Scan::Complete, i + 1};
-    }
-  }
-  return {Scan::Incomplete, s.size()};
-}
-
 bool is_scalar_char(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '+' ||
          c == '.';
@@ -36,36 +24,63 @@ std::string_view trim_end(std::string_view s) {
   return s;
 }
 
-ValueSpan json_value_span(std::string_view s, std::size_t pos) {
+ValueSpan json_value_span(std::string_view s, std::size_t pos, SpanMemo* memo, std::size_t origin) {
   if (pos >= s.size()) return {Scan::Incomplete, s.size()};
   const char first = s[pos];
-  if (first == '"') return string_span(s, pos);
-  if (first != '{' && first != '[') {
+  if (first != '"' && first != '{' && first != '[') {
     if (first != '-' && !(first >= '0' && first <= '9') && first != 't' && first != 'f' && first != 'n')
       return {Scan::Malformed, pos};
     std::size_t i = pos;
     while (i < s.size() && is_scalar_char(s[i])) ++i;
     return {i == s.size() ? Scan::Incomplete : Scan::Complete, i};
   }
-  std::vector<char> closers;
-  for (std::size_t i = pos; i < s.size(); ++i) {
+  SpanMemo local;
+  SpanMemo& m = memo ? *memo : local;
+  const std::size_t key = origin + pos;
+  for (const auto& [start, span] : m.complete)
+    if (start == key) return {span.status, span.end - origin};
+  std::size_t i = pos;
+  if (m.begin == key) {
+    i = m.next - origin;
+  } else {
+    m.begin = key;
+    m.closers.clear();
+    m.in_string = m.escaped = false;
+  }
+  const auto complete = [&](std::size_t end) {
+    m.complete.emplace_back(key, ValueSpan{Scan::Complete, origin + end});
+    m.begin = std::string_view::npos;
+    return ValueSpan{Scan::Complete, end};
+  };
+  for (; i < s.size(); ++i) {
     const char c = s[i];
-    if (c == '"') {
-      const ValueSpan str = string_span(s, i);
-      if (str.status != Scan::Complete) return str;
-      i = str.end - 1;
+    if (m.in_string) {
+      if (m.escaped) {
+        m.escaped = false;
+      } else if (c == '\\') {
+        m.escaped = true;
+      } else if (c == '"') {
+        m.in_string = false;
+        if (m.closers.empty()) return complete(i + 1);
+      }
+    } else if (c == '"') {
+      m.in_string = true;
     } else if (c == '{' || c == '[') {
-      closers.push_back(c == '{' ? '}' : ']');
+      m.closers.push_back(c == '{' ? '}' : ']');
     } else if (c == '}' || c == ']') {
-      if (closers.back() != c) return {Scan::Malformed, i};
-      closers.pop_back();
-      if (closers.empty()) return {Scan::Complete, i + 1};
+      if (m.closers.empty() || m.closers.back() != c) {
+        m.begin = std::string_view::npos;
+        return {Scan::Malformed, i};
+      }
+      m.closers.pop_back();
+      if (m.closers.empty()) return complete(i + 1);
     }
   }
+  m.next = origin + s.size();
   return {Scan::Incomplete, s.size()};
 }
 
-CallObject scan_call_object(std::string_view s) {
+CallObject scan_call_object(std::string_view s, SpanMemo* memo, std::size_t origin) {
   CallObject out;
   const auto fail = [&](std::size_t at) {
     out.status = Scan::Malformed;
@@ -89,7 +104,7 @@ CallObject scan_call_object(std::string_view s) {
     }
     first = false;
     if (s[pos] != '"') return fail(pos);
-    const ValueSpan key_span = string_span(s, pos);
+    const ValueSpan key_span = json_value_span(s, pos, memo, origin);
     if (key_span.status != Scan::Complete) return out;
     const std::string_view key = s.substr(pos + 1, key_span.end - pos - 2);
     pos = skip_space(s, key_span.end);
@@ -102,7 +117,7 @@ CallObject scan_call_object(std::string_view s) {
       if (s[pos] != '{' || out.args_begin != std::string_view::npos) return fail(pos);
       out.args_begin = pos;
     }
-    const ValueSpan value = json_value_span(s, pos);
+    const ValueSpan value = json_value_span(s, pos, memo, origin);
     if (is_args) {
       out.args_end = value.end;
       out.args_complete = value.status == Scan::Complete;

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace lamina::model::tool_calls {
 
@@ -22,10 +24,23 @@ struct ValueSpan {
   std::size_t end = 0;  // Complete: one past the value; Malformed: the offending byte
 };
 
+// What was learnt of the values of a text that keeps growing (a call being
+// generated), so that each look at it reads only the new bytes. Positions are
+// offsets into that whole text; valid while the text only grows.
+struct SpanMemo {
+  std::vector<std::pair<std::size_t, ValueSpan>> complete;  // by start
+  std::size_t begin = std::string_view::npos;  // the start of the value being read
+  std::size_t next = 0;                        // where its reading resumes
+  std::vector<char> closers;
+  bool in_string = false;
+  bool escaped = false;
+};
+
 // The JSON value starting at s[pos] (no leading space): brackets and strings
 // are matched, scalars read to their end. Incomplete when `s` ends inside it;
-// the grammar of scalars is not checked.
-ValueSpan json_value_span(std::string_view s, std::size_t pos);
+// the grammar of scalars is not checked. With a memo, `s` starts `origin`
+// bytes into the growing text the memo describes.
+ValueSpan json_value_span(std::string_view s, std::size_t pos, SpanMemo* memo = nullptr, std::size_t origin = 0);
 
 // A call object read from s[0] == '{'. Keys: name (a string), arguments or
 // parameters (an object), id and type (ignored); any other key, a name that is
@@ -40,6 +55,6 @@ struct CallObject {
   bool args_complete = false;
   std::size_t end = 0;  // Complete: one past '}'; Malformed: the offending byte
 };
-CallObject scan_call_object(std::string_view s);
+CallObject scan_call_object(std::string_view s, SpanMemo* memo = nullptr, std::size_t origin = 0);
 
 }  // namespace lamina::model::tool_calls

@@ -57,7 +57,8 @@ struct LAMINA_MODEL_API ToolCallStreamDelta {
 // held back; a call is reported once its name is known, then its arguments as
 // they grow. The deltas of any split of a text reassemble to parse_tool_calls()
 // of the whole text. Output that does not follow the format stays content.
-// Work per appended piece is bounded by the length of the call being read.
+// A piece costs time in proportion to its length and to the number of JSON
+// values in the call being read (what earlier pieces revealed is kept).
 class LAMINA_MODEL_API ToolCallStream {
  public:
   explicit ToolCallStream(ToolCallFormat format);

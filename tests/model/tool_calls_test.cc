@@ -138,6 +138,42 @@ TEST(ToolCalls, StreamedInRandomPiecesReassemble) {
   }
 }
 
+// Any text, however broken: the stream agrees with the whole parse for every
+// split, and nothing of the text is invented (content and arguments are pieces of it).
+TEST(ToolCalls, MutatedOutputsStillReassemble) {
+  std::mt19937 rng(7);
+  const std::vector<std::string> bits = {"<tool_call>", "</tool_call>", "[TOOL_CALLS]", "[ARGS]", "{", "}", "[", "]",
+                                         "\"", "\\", ",", ":", ";", " ", "\n", "<|message|>", "<|call|>", "<|end|>",
+                                         "<|channel|>", " to=functions.f", "\"name\"", "\"arguments\"", "é", "\xff"};
+  for (const Case& c : cases()) {
+    for (int trial = 0; trial < 40; ++trial) {
+      std::string text = c.text;
+      for (int edit = 0; edit < 1 + trial % 4; ++edit) {
+        const std::size_t at = text.empty() ? 0 : rng() % (text.size() + 1);
+        if (rng() % 3 == 0 && at < text.size()) text.erase(at, 1 + rng() % 3);
+        else text.insert(at, bits[rng() % bits.size()]);
+      }
+      const ToolCallOutput whole = parse_tool_calls(c.format, text);
+      ToolCallStream stream(c.format);
+      Reassembled r;
+      for (std::size_t pos = 0; pos < text.size();) {
+        const std::size_t n = std::min<std::size_t>(1 + rng() % 5, text.size() - pos);
+        r.add(stream.append(std::string_view(text).substr(pos, n)), text);
+        pos += n;
+      }
+      r.add(stream.finish(), text);
+      ASSERT_EQ(r.out.content, whole.content) << text;
+      ASSERT_EQ(r.out.calls.size(), whole.calls.size()) << text;
+      for (std::size_t i = 0; i < whole.calls.size(); ++i) {
+        EXPECT_EQ(r.out.calls[i].name, whole.calls[i].name) << text;
+        EXPECT_EQ(r.out.calls[i].arguments, whole.calls[i].arguments) << text;
+        EXPECT_TRUE(whole.calls[i].arguments == "{}" || text.find(whole.calls[i].arguments) != std::string::npos) << text;
+      }
+      EXPECT_LE(whole.content.size(), text.size()) << text;
+    }
+  }
+}
+
 TEST(ToolCalls, MarkersAreHeldBackUntilDecided) {
   ToolCallStream stream(ToolCallFormat::Hermes);
   EXPECT_EQ(stream.append("Hello <tool").content, "Hello");

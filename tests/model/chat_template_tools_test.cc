@@ -7,7 +7,9 @@
 #include <string>
 
 #include "chat_template_real_templates.h"
+#include "chat_template_tool_templates.h"
 #include "lamina/model/chat_template.h"
+#include "lamina/model/tool_calls.h"
 
 namespace lamina::model {
 namespace {
@@ -104,6 +106,38 @@ TEST(ChatTemplateTools, KeywordArgumentsReplaceFlagsAndBadJsonIsAnError) {
   EXPECT_THROW(chat.render(hello, bad), ChatTemplateError);
   const std::vector<ChatMessage> broken = {{"user", "Hi", "[1, 2]"}};
   EXPECT_THROW(chat.render(broken, ChatRenderOptions{}), ChatTemplateError);
+}
+
+// Mistral Small 3.1's template: tools listed before the last user turn, the
+// assistant's calls as a [TOOL_CALLS] list with 9-character ids, results as
+// [TOOL_RESULTS]; jinja2 3.1's rendering with transformers' setup (the system
+// message given, so strftime_now's date does not show).
+TEST(ChatTemplateTools, MistralSmallRendersAsTransformers) {
+  const ModelChat chat(tool_templates::kMistralSmall31, "<s>", "</s>");
+  const std::vector<ChatMessage> messages = {
+      {"system", "You are helpful."},
+      {"user", "Weather in Paris?"},
+      {"assistant", "",
+       R"({"content": null, "tool_calls": [{"id": "a1B2c3D4e", "type": "function",
+           "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]})"},
+      {"tool", "18 C", R"({"tool_call_id": "a1B2c3D4e"})"},
+  };
+  ChatRenderOptions options;
+  options.tools_json = R"([{"function": {"description": "Current weather", "name": "get_weather", "parameters":
+      {"properties": {"city": {"type": "string"}}, "required": ["city"], "type": "object"}}, "type": "function"}])";
+  EXPECT_EQ(chat.render(messages, options),
+      "<s>[SYSTEM_PROMPT]You are a helpful assistant that can call tools. If you call one or more tools, fo"
+      "rmat them in a single JSON array or objects, where each object is a tool call, not as separate objec"
+      "ts outside of an array or multiple arrays. Use the format [{\"name\": tool call name, \"arguments\":"
+      " tool call arguments}, additional tool calls] if you call more than one tool. If you call tools, do "
+      "not attempt to interpret them or otherwise provide a response until you receive a tool call result t"
+      "hat you can interpret for the user.You are helpful.[/SYSTEM_PROMPT][AVAILABLE_TOOLS] [{\"type\": \"f"
+      "unction\", \"function\": {\"description\": \"Current weather\", \"name\": \"get_weather\", \"paramet"
+      "ers\": {\"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"], \"type\": \"ob"
+      "ject\"}}}][/AVAILABLE_TOOLS][INST]Weather in Paris?[/INST][TOOL_CALLS] [{\"name\": \"get_weather\", "
+      "\"arguments\": {\"city\": \"Paris\"}, \"id\": \"a1B2c3D4e\"}]</s>[TOOL_RESULTS] {\"content\": 18 C, "
+      "\"call_id\": \"a1B2c3D4e\"}[/TOOL_RESULTS]");
+  EXPECT_EQ(detect_tool_call_format(tool_templates::kMistralSmall31), ToolCallFormat::Mistral);
 }
 
 }  // namespace

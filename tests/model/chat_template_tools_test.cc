@@ -140,5 +140,42 @@ TEST(ChatTemplateTools, MistralSmallRendersAsTransformers) {
   EXPECT_EQ(detect_tool_call_format(tool_templates::kMistralSmall31), ToolCallFormat::Mistral);
 }
 
+// gpt-oss's harmony template: tools as a TypeScript namespace in the developer
+// message, the call addressed to=functions.NAME on the commentary channel, the
+// result from functions.NAME; jinja2 3.1's rendering with transformers' setup
+// (DATE stands for strftime_now's date).
+constexpr const char* kGptOssText =
+    "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cuto"
+    "ff: 2024-06\nCurrent date: DATE\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, fina"
+    "l. Channel must be included for every message.\nCalls to these tools must go to the commentary chann"
+    "el: 'functions'.<|end|><|start|>developer<|message|># Instructions\n\nYou are helpful.\n\n# Tools\n\n"
+    "## functions\n\nnamespace functions {\n\n// Current weather\ntype get_weather = (_: {\n// City name\n"
+    "city: string,\ndays?: number,\nunits?: \"c\" | \"f\",\n}) => any;\n\n} // namespace functions<|end|>"
+    "<|start|>user<|message|>Weather in Paris?<|end|><|start|>assistant to=functions.get_weather<|channel"
+    "|>commentary json<|message|>{\"city\": \"Paris\"}<|call|><|start|>functions.get_weather to=assistant"
+    "<|channel|>commentary<|message|>\"18 C\"<|end|><|start|>assistant";
+
+TEST(ChatTemplateTools, GptOssRendersAsTransformers) {
+  const ModelChat chat(tool_templates::kGptOss, "<|startoftext|>", "<|return|>");
+  const std::vector<ChatMessage> messages = {
+      {"system", "You are helpful."},
+      {"user", "Weather in Paris?"},
+      {"assistant", "",
+       R"({"tool_calls": [{"id": "call_1", "type": "function",
+           "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]})"},
+      {"tool", "18 C", R"({"tool_call_id": "call_1"})"},
+  };
+  ChatRenderOptions options;
+  options.tools_json = R"([{"function": {"description": "Current weather", "name": "get_weather", "parameters":
+      {"properties": {"city": {"description": "City name", "type": "string"}, "days": {"type": "integer"},
+       "units": {"enum": ["c", "f"], "type": "string"}}, "required": ["city"], "type": "object"}},
+      "type": "function"}])";
+  const std::string date = ChatTemplate("{{ strftime_now('%Y-%m-%d') }}").render(ChatTemplateInputs{});
+  std::string expected = kGptOssText;
+  expected.replace(expected.find("DATE"), 4, date);
+  EXPECT_EQ(chat.render(messages, options), expected);
+  EXPECT_EQ(detect_tool_call_format(tool_templates::kGptOss), ToolCallFormat::Harmony);
+}
+
 }  // namespace
 }  // namespace lamina::model

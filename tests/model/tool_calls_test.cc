@@ -81,7 +81,11 @@ const std::vector<Case>& cases() {
       {"harmony final answer", ToolCallFormat::Harmony,
        "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>It is 18 C.<|return|>",
        "It is 18 C.", {}},
+      {"harmony recipient right after the prompt", ToolCallFormat::Harmony,
+       " to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Paris\"}", "",
+       {{"get_weather", "{\"city\": \"Paris\"}"}}},
       {"harmony without headers", ToolCallFormat::Harmony, "Plain words.", "Plain words.", {}},
+      {"harmony text starting like a recipient", ToolCallFormat::Harmony, "to be or not", "to be or not", {}},
       {"harmony header never ends", ToolCallFormat::Harmony, "<|channel|>final", "<|channel|>final", {}},
   };
   return all;

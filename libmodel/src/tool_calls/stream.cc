@@ -130,7 +130,11 @@ struct ToolCallStream::State {
       return false;
     }
     if (format == ToolCallFormat::Harmony) {
-      mode = rest[0] == '<' ? Mode::HarmonyHeader : Mode::Plain;
+      // The prompt ends with <|start|>assistant: a header follows, opening with
+      // its channel or (as gpt-oss's template writes calls) its recipient.
+      constexpr std::string_view kRecipient = "to=";
+      if (starts_with(kRecipient, rest) && !at_end) return false;
+      mode = rest[0] == '<' || starts_with(rest, kRecipient) ? Mode::HarmonyHeader : Mode::Plain;
       if (mode == Mode::HarmonyHeader) buf.erase(0, first);
       return true;
     }

@@ -108,20 +108,26 @@ TEST(ChatTemplateTools, KeywordArgumentsReplaceFlagsAndBadJsonIsAnError) {
   EXPECT_THROW(chat.render(broken, ChatRenderOptions{}), ChatTemplateError);
 }
 
+// A call and its result as the server hands them to templates (a 9-character id,
+// as Mistral's templates require; content null arrives as "").
+std::vector<ChatMessage> weather_round_trip() {
+  return {
+      {"system", "You are helpful."},
+      {"user", "Weather in Paris?"},
+      {"assistant", "",
+       R"({"tool_calls": [{"id": "a1B2c3D4e", "type": "function",
+           "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]})"},
+      {"tool", "18 C", R"({"tool_call_id": "a1B2c3D4e"})"},
+  };
+}
+
 // Mistral Small 3.1's template: tools listed before the last user turn, the
 // assistant's calls as a [TOOL_CALLS] list with 9-character ids, results as
 // [TOOL_RESULTS]; jinja2 3.1's rendering with transformers' setup (the system
 // message given, so strftime_now's date does not show).
 TEST(ChatTemplateTools, MistralSmallRendersAsTransformers) {
   const ModelChat chat(tool_templates::kMistralSmall31, "<s>", "</s>");
-  const std::vector<ChatMessage> messages = {
-      {"system", "You are helpful."},
-      {"user", "Weather in Paris?"},
-      {"assistant", "",
-       R"({"content": null, "tool_calls": [{"id": "a1B2c3D4e", "type": "function",
-           "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]})"},
-      {"tool", "18 C", R"({"tool_call_id": "a1B2c3D4e"})"},
-  };
+  const std::vector<ChatMessage> messages = weather_round_trip();
   ChatRenderOptions options;
   options.tools_json = R"([{"function": {"description": "Current weather", "name": "get_weather", "parameters":
       {"properties": {"city": {"type": "string"}}, "required": ["city"], "type": "object"}}, "type": "function"}])";
@@ -157,14 +163,7 @@ constexpr const char* kGptOssText =
 
 TEST(ChatTemplateTools, GptOssRendersAsTransformers) {
   const ModelChat chat(tool_templates::kGptOss, "<|startoftext|>", "<|return|>");
-  const std::vector<ChatMessage> messages = {
-      {"system", "You are helpful."},
-      {"user", "Weather in Paris?"},
-      {"assistant", "",
-       R"({"tool_calls": [{"id": "call_1", "type": "function",
-           "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]})"},
-      {"tool", "18 C", R"({"tool_call_id": "call_1"})"},
-  };
+  const std::vector<ChatMessage> messages = weather_round_trip();
   ChatRenderOptions options;
   options.tools_json = R"([{"function": {"description": "Current weather", "name": "get_weather", "parameters":
       {"properties": {"city": {"description": "City name", "type": "string"}, "days": {"type": "integer"},

@@ -10,6 +10,7 @@
 #include "json_body.h"
 #include "openai_response.h"
 #include "routes.h"
+#include "tool_response.h"
 
 namespace lamina::serve {
 namespace {
@@ -117,6 +118,7 @@ struct RunningCompletion::State {
   ResponseMeta meta;
   bool logprobs = false;
   std::optional<StreamEncoder> encoder;   // when streamed
+  std::optional<ToolCallReply> tools;     // when tools were offered: the output is split into calls
   std::vector<model::TokenEvent> tokens;  // not streamed: kept for the log-probabilities
   bool stream_started = false;
   bool ended = false;
@@ -138,6 +140,7 @@ std::unique_ptr<RunningCompletion> RunningCompletion::start(ServeContext& ctx, E
   if (!parsed.model.empty() && parsed.model != ctx.options.model_name)
     throw ApiError(404, "The model `" + parsed.model + "` does not exist.", "invalid_request_error", "model",
                    "model_not_found");
+  if (endpoint == Endpoint::ChatCompletions) constrain_tool_choice(parsed.tools, ctx.tool_format, parsed.completion);
   parsed.completion.prompt_ids = prompt_ids(ctx, parsed);
 
   record.completion = true;
@@ -160,6 +163,7 @@ std::unique_ptr<RunningCompletion> RunningCompletion::start(ServeContext& ctx, E
   state->meta = ResponseMeta{endpoint, make_response_id(endpoint, ctx.random.next()), unix_now(),
                              ctx.options.model_name, ctx.options.system_fingerprint};
   state->logprobs = parsed.logprobs;
+  if (parsed.tools.offered()) state->tools.emplace(*ctx.tool_format, parsed.tools.parallel, ctx.random.next());
   if (parsed.stream)
     state->encoder.emplace(state->meta, parsed.include_usage, parsed.logprobs ? &ctx.model.tokenizer() : nullptr);
   return std::unique_ptr<RunningCompletion>(new RunningCompletion(std::move(state)));
@@ -182,8 +186,10 @@ std::optional<Reply> RunningCompletion::reply() {
   }
   const ResponseJson lp =
       s.logprobs ? logprobs_json(s.meta.endpoint, s.ctx.model.tokenizer(), s.tokens) : ResponseJson(nullptr);
+  ResponseJson response = completion_response(s.meta, *u.done, lp);
+  if (s.tools) s.tools->shape(response, *u.done);
   Reply r;
-  r.body = dump_json(completion_response(s.meta, *u.done, lp));
+  r.body = dump_json(response);
   return r;
 }
 
@@ -195,11 +201,12 @@ std::string RunningCompletion::events(bool& ended) {
     s.stream_started = true;
   }
   CompletionChannel::Update u = s.channel->take();
-  out += s.encoder->tokens(u.tokens);
+  out += s.tools ? s.tools->tokens(*s.encoder, u.tokens) : s.encoder->tokens(u.tokens);
   if (u.done) {
     s.ended = true;
     note_result(s.record, *u.done);
-    out += succeeded(*u.done) ? s.encoder->finish(*u.done) : s.encoder->error(failure(*u.done));
+    if (!succeeded(*u.done)) out += s.encoder->error(failure(*u.done));
+    else out += s.tools ? s.tools->finish(*s.encoder, *u.done) : s.encoder->finish(*u.done);
   }
   ended = s.ended;
   return out;

@@ -184,21 +184,10 @@ std::vector<model::ChatMessage> parse_messages(const json& body) {
       if (it.key() != "role" && it.key() != "content") extra[it.key()] = it.value();
     }
     if (const json* c = field(m, "content"); !c && m.contains("content")) extra["content"] = nullptr;
+    shape_tool_calls(extra, i);
     out.push_back({std::move(name), std::move(content), extra.empty() ? std::string() : extra.dump()});
   }
   return out;
-}
-
-// tools: function definitions for the chat template (the output is not parsed for
-// tool calls).
-std::string parse_tools(const json& body) {
-  const json* tools = field(body, "tools");
-  if (!tools || (tools->is_array() && tools->empty())) return {};
-  if (!tools->is_array()) throw wrong_type("tools", "an array", *tools);
-  for (std::size_t i = 0; i < tools->size(); ++i) {
-    if (!(*tools)[i].is_object()) throw wrong_type("tools[" + std::to_string(i) + "]", "an object", (*tools)[i]);
-  }
-  return tools->dump();
 }
 
 // A prompt: a string, token ids, or a one-element array of either.
@@ -309,7 +298,8 @@ ParsedRequest parse_completion_request(const nlohmann::json& body, Endpoint endp
   refuse_unsupported(body);
   if (endpoint == Endpoint::ChatCompletions) {
     r.messages = parse_messages(body);
-    r.chat.tools_json = parse_tools(body);
+    r.tools = parse_tool_request(body);
+    r.chat.tools_json = r.tools.tools_json;
     r.chat.add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
     if (const json* kwargs = field(body, "chat_template_kwargs")) {
       if (!kwargs->is_object()) throw wrong_type("chat_template_kwargs", "an object", *kwargs);

@@ -13,6 +13,7 @@
 #include "lamina/model/chat.h"
 #include "lamina/model/chat_template.h"
 #include "lamina/model/engine.h"
+#include "tool_request.h"
 
 namespace lamina::serve {
 
@@ -47,6 +48,7 @@ struct ParsedRequest {
   // gets them (chat_template_kwargs.enable_thinking also as a flag, for the built-in
   // formats).
   model::ChatRenderOptions chat;
+  ToolRequest tools;                         // chat: tools, tool_choice, parallel_tool_calls
   CompletionPrompt prompt;                   // completions
   model::CompletionRequest completion;       // everything but the prompt ids
   bool seed_given = false;

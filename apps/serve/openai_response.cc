@@ -163,8 +163,14 @@ std::string StreamEncoder::tokens(std::span<const model::TokenEvent> tokens) {
       chunk({{"text", std::move(text)}, {"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", nullptr}}));
 }
 
-std::string StreamEncoder::finish(const model::CompletionResult& result) {
-  const std::string_view reason = openai_finish_reason(result.finish);
+std::string StreamEncoder::delta(json delta, std::span<const model::TokenEvent> tokens) {
+  json logprobs = tokenizer_ && !tokens.empty() ? logprobs_json(meta_.endpoint, *tokenizer_, tokens) : json(nullptr);
+  return sse_event(
+      chunk({{"index", 0}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)}, {"finish_reason", nullptr}}));
+}
+
+std::string StreamEncoder::finish(const model::CompletionResult& result, std::string_view finish_reason) {
+  const std::string_view reason = finish_reason.empty() ? openai_finish_reason(result.finish) : finish_reason;
   std::string out;
   // Text held back for a possible stop string that never completed (the
   // request ended on an end-of-generation token) still belongs to the reply.

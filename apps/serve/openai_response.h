@@ -63,8 +63,14 @@ class StreamEncoder {
 
   std::string start();
   std::string tokens(std::span<const model::TokenEvent> tokens);
-  std::string finish(const model::CompletionResult& result);
+  // `finish_reason` empty: the one `result` ended with.
+  std::string finish(const model::CompletionResult& result, std::string_view finish_reason = {});
   std::string error(const ApiError& error);
+
+  // A chat chunk with this delta and the log-probabilities of `tokens` (none:
+  // null), for replies whose text is reshaped before it is sent (tool calls).
+  std::string delta(ResponseJson delta, std::span<const model::TokenEvent> tokens);
+  bool wants_logprobs() const { return tokenizer_ != nullptr; }
 
  private:
   ResponseJson chunk(ResponseJson choice) const;

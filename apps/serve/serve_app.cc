@@ -82,7 +82,8 @@ int run_server(AppOptions o) {
   so.model_name = o.alias;
   const bool on_gpu = forward->backend_name().starts_with("CUDA");
   so.system_fingerprint = std::string("lamina-") + LAMINA_VERSION + (on_gpu ? "-cuda" : "-cpu");
-  ServeContext ctx(*model, engine, chat, metrics, so);
+  const auto tool_format = o.chat_template.empty() ? tool_call_format_of(*model, chat) : std::nullopt;
+  ServeContext ctx(*model, engine, chat, metrics, so, tool_format);
 
   // Everything that can fail is set up before the server says it listens,
   // the thread that takes the signals included: the first starts the
@@ -99,11 +100,13 @@ int run_server(AppOptions o) {
   const int port = server.bind();
   server.start();
   std::fprintf(stderr,
-               "lamina-serve: model %s (%s), %s, context %u tokens x %u slots, queue %u, chat format %s\n"
+               "lamina-serve: model %s (%s), %s, context %u tokens x %u slots, queue %u, chat format %s, tool calls %s\n"
                "lamina-serve: %s\n"
                "lamina-serve: listening on http://%s:%d\n",
                so.model_name.c_str(), o.model_path.c_str(), forward->backend_name().c_str(), engine.n_ctx(),
-               o.n_parallel, o.max_queue, chat.description().c_str(), server.describe().c_str(), so.host.c_str(),
+               o.n_parallel, o.max_queue, chat.description().c_str(),
+               tool_format ? std::string(model::tool_call_format_name(*tool_format)).c_str() : "none",
+               server.describe().c_str(), so.host.c_str(),
                port);
   std::fflush(stderr);
 

@@ -18,6 +18,7 @@
 #include "metrics.h"
 #include "openai_request.h"
 #include "text_bound.h"
+#include "tool_request.h"
 
 namespace lamina::serve {
 
@@ -83,13 +84,15 @@ class RandomSource {
 };
 
 struct ServeContext {
-  ServeContext(const model::Model& m, model::Engine& e, const model::ChatPrompt& c, Metrics& mt, ServerOptions o)
+  ServeContext(const model::Model& m, model::Engine& e, const model::ChatPrompt& c, Metrics& mt, ServerOptions o,
+               std::optional<model::ToolCallFormat> tools = std::nullopt)
       : model(m),
         engine(e),
         chat(c),
         metrics(mt),
         options(std::move(o)),
-        max_prompt_bytes(max_text_bytes(m.tokenizer(), e.n_ctx())) {}
+        max_prompt_bytes(max_text_bytes(m.tokenizer(), e.n_ctx())),
+        tool_format(tools) {}
 
   const model::Model& model;
   model::Engine& engine;
@@ -98,6 +101,8 @@ struct ServeContext {
   const ServerOptions options;
   // Longer texts cannot fit the context: they are refused untokenized.
   const std::size_t max_prompt_bytes;
+  // How the chat template teaches the model to call tools; nullopt: tools are refused.
+  const std::optional<model::ToolCallFormat> tool_format;
   const int64_t started = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();

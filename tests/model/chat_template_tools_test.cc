@@ -7,7 +7,9 @@
 #include <string>
 
 #include "chat_template_real_templates.h"
+#include "chat_template_tool_templates.h"
 #include "lamina/model/chat_template.h"
+#include "lamina/model/tool_calls.h"
 
 namespace lamina::model {
 namespace {
@@ -104,6 +106,74 @@ TEST(ChatTemplateTools, KeywordArgumentsReplaceFlagsAndBadJsonIsAnError) {
   EXPECT_THROW(chat.render(hello, bad), ChatTemplateError);
   const std::vector<ChatMessage> broken = {{"user", "Hi", "[1, 2]"}};
   EXPECT_THROW(chat.render(broken, ChatRenderOptions{}), ChatTemplateError);
+}
+
+// A call and its result as the server hands them to templates (a 9-character id,
+// as Mistral's templates require; content null arrives as "").
+std::vector<ChatMessage> weather_round_trip() {
+  return {
+      {"system", "You are helpful."},
+      {"user", "Weather in Paris?"},
+      {"assistant", "",
+       R"({"tool_calls": [{"id": "a1B2c3D4e", "type": "function",
+           "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]})"},
+      {"tool", "18 C", R"({"tool_call_id": "a1B2c3D4e"})"},
+  };
+}
+
+// Mistral Small 3.1's template: tools listed before the last user turn, the
+// assistant's calls as a [TOOL_CALLS] list with 9-character ids, results as
+// [TOOL_RESULTS]; jinja2 3.1's rendering with transformers' setup (the system
+// message given, so strftime_now's date does not show).
+TEST(ChatTemplateTools, MistralSmallRendersAsTransformers) {
+  const ModelChat chat(tool_templates::kMistralSmall31, "<s>", "</s>");
+  const std::vector<ChatMessage> messages = weather_round_trip();
+  ChatRenderOptions options;
+  options.tools_json = R"([{"function": {"description": "Current weather", "name": "get_weather", "parameters":
+      {"properties": {"city": {"type": "string"}}, "required": ["city"], "type": "object"}}, "type": "function"}])";
+  EXPECT_EQ(chat.render(messages, options),
+      "<s>[SYSTEM_PROMPT]You are a helpful assistant that can call tools. If you call one or more tools, fo"
+      "rmat them in a single JSON array or objects, where each object is a tool call, not as separate objec"
+      "ts outside of an array or multiple arrays. Use the format [{\"name\": tool call name, \"arguments\":"
+      " tool call arguments}, additional tool calls] if you call more than one tool. If you call tools, do "
+      "not attempt to interpret them or otherwise provide a response until you receive a tool call result t"
+      "hat you can interpret for the user.You are helpful.[/SYSTEM_PROMPT][AVAILABLE_TOOLS] [{\"type\": \"f"
+      "unction\", \"function\": {\"description\": \"Current weather\", \"name\": \"get_weather\", \"paramet"
+      "ers\": {\"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"], \"type\": \"ob"
+      "ject\"}}}][/AVAILABLE_TOOLS][INST]Weather in Paris?[/INST][TOOL_CALLS] [{\"name\": \"get_weather\", "
+      "\"arguments\": {\"city\": \"Paris\"}, \"id\": \"a1B2c3D4e\"}]</s>[TOOL_RESULTS] {\"content\": 18 C, "
+      "\"call_id\": \"a1B2c3D4e\"}[/TOOL_RESULTS]");
+  EXPECT_EQ(detect_tool_call_format(tool_templates::kMistralSmall31), ToolCallFormat::Mistral);
+}
+
+// gpt-oss's harmony template: tools as a TypeScript namespace in the developer
+// message, the call addressed to=functions.NAME on the commentary channel, the
+// result from functions.NAME; jinja2 3.1's rendering with transformers' setup
+// (DATE stands for strftime_now's date).
+constexpr const char* kGptOssText =
+    "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cuto"
+    "ff: 2024-06\nCurrent date: DATE\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, fina"
+    "l. Channel must be included for every message.\nCalls to these tools must go to the commentary chann"
+    "el: 'functions'.<|end|><|start|>developer<|message|># Instructions\n\nYou are helpful.\n\n# Tools\n\n"
+    "## functions\n\nnamespace functions {\n\n// Current weather\ntype get_weather = (_: {\n// City name\n"
+    "city: string,\ndays?: number,\nunits?: \"c\" | \"f\",\n}) => any;\n\n} // namespace functions<|end|>"
+    "<|start|>user<|message|>Weather in Paris?<|end|><|start|>assistant to=functions.get_weather<|channel"
+    "|>commentary json<|message|>{\"city\": \"Paris\"}<|call|><|start|>functions.get_weather to=assistant"
+    "<|channel|>commentary<|message|>\"18 C\"<|end|><|start|>assistant";
+
+TEST(ChatTemplateTools, GptOssRendersAsTransformers) {
+  const ModelChat chat(tool_templates::kGptOss, "<|startoftext|>", "<|return|>");
+  const std::vector<ChatMessage> messages = weather_round_trip();
+  ChatRenderOptions options;
+  options.tools_json = R"([{"function": {"description": "Current weather", "name": "get_weather", "parameters":
+      {"properties": {"city": {"description": "City name", "type": "string"}, "days": {"type": "integer"},
+       "units": {"enum": ["c", "f"], "type": "string"}}, "required": ["city"], "type": "object"}},
+      "type": "function"}])";
+  const std::string date = ChatTemplate("{{ strftime_now('%Y-%m-%d') }}").render(ChatTemplateInputs{});
+  std::string expected = kGptOssText;
+  expected.replace(expected.find("DATE"), 4, date);
+  EXPECT_EQ(chat.render(messages, options), expected);
+  EXPECT_EQ(detect_tool_call_format(tool_templates::kGptOss), ToolCallFormat::Harmony);
 }
 
 }  // namespace

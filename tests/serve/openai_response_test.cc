@@ -7,6 +7,7 @@
 
 #include "lamina/gguf/file.h"
 #include "openai_response.h"
+#include "sse_events.h"
 
 namespace lamina::serve {
 namespace {
@@ -44,23 +45,7 @@ model::TokenEvent token(int32_t id, std::string text) {
 // Order-insensitive, for comparing with expected documents.
 json plain(const ResponseJson& value) { return json::parse(dump_json(value)); }
 
-// The JSON documents of a run of Server-Sent Events; "[DONE]" as a string.
-std::vector<json> events(const std::string& sse) {
-  std::vector<json> out;
-  std::size_t pos = 0;
-  while (pos < sse.size()) {
-    EXPECT_EQ(sse.compare(pos, 6, "data: "), 0) << sse.substr(pos);
-    const std::size_t end = sse.find("\n\n", pos);
-    if (end == std::string::npos) {
-      ADD_FAILURE() << "unterminated event: " << sse.substr(pos);
-      break;
-    }
-    const std::string data = sse.substr(pos + 6, end - pos - 6);
-    out.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data));
-    pos = end + 2;
-  }
-  return out;
-}
+using sse_testing::events;
 
 const model::Tokenizer& stories_tokenizer() {
   static const model::Tokenizer tokenizer = model::Tokenizer::from_gguf(gguf::GgufFile::open(LAMINA_STORIES_MODEL));

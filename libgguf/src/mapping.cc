@@ -86,8 +86,13 @@ void GgufFile::Mapping::read_ahead(const void* p, std::size_t n) const {
   if (!addr || n == 0) return;
   const auto [first, last] = pages_within(addr, size, p, n, true);
   // Starts reading what is not yet in the page cache and returns: advice
-  // only, so a failure changes nothing but speed.
-  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_WILLNEED);
+  // only, so a failure changes nothing but speed. Linux reads at most the
+  // larger of a device's io_pages and read_ahead_kb per call (8 MiB here,
+  // often 128 KiB to 1 MiB), so a long range goes in 512 KiB pieces.
+  constexpr std::uintptr_t kPiece = std::uintptr_t{512} << 10;
+  for (std::uintptr_t at = first; at < last; at += kPiece) {
+    ::madvise(reinterpret_cast<void*>(at), last - at < kPiece ? last - at : kPiece, MADV_WILLNEED);
+  }
 }
 
 }  // namespace lamina::gguf

@@ -7,10 +7,6 @@
 #include <stdexcept>
 #include <string>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "lamina/quant/half.h"
 #include "packed_layout.h"
 
@@ -122,24 +118,6 @@ bool packed_layout_is_faster(QuantFormat format) {
 
 namespace {
 
-// Asks for transparent huge pages for a packed matrix before its pages are
-// first touched: one fault and one 2 MiB clear instead of 512 faults (most
-// of a load's packing time was the kernel's page faults), and fewer TLB
-// misses for the kernels that stream it. Advice only: ignored where huge
-// pages are off, and a failure changes nothing but speed.
-void advise_huge_pages(void* p, size_t n) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  const auto begin = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t last = (begin + n) & ~(kHuge - 1);
-  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)n;
-#endif
-}
-
 template <class Block, class Packed, class PackGroup>
 void pack_all(const void* w, const detail::PackedView& view, uint8_t* out, ThreadPool* pool, PackGroup pack_group) {
   const auto pack_groups = [&](size_t begin, size_t end) {
@@ -199,7 +177,6 @@ PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size
   p.bytes_ = bytes;
   auto* out = p.chunks_.empty() ? nullptr : p.chunks_.front().bytes;
   if (!out) return p;
-  advise_huge_pages(out, p.chunks_.size() * sizeof(PackedWeights::Chunk));
   std::memset(p.chunks_.back().bytes, 0, sizeof(PackedWeights::Chunk));  // the tail past `bytes`
   detail::pack_matrix(format, w, n_out, n_in, out, pool);
   return p;

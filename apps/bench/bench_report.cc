@@ -71,10 +71,12 @@ void print_results(std::ostream& out, const std::string& format, const BenchOpti
     doc["model"] = {{"path", run.model.path},         {"arch", run.model.arch},   {"types", run.model.type_mix},
                     {"file_bytes", run.model.file_bytes}, {"params", run.model.params}};
     doc["load_ms"] = run.load_ms;
+    doc["load_cpu_ms"] = run.load_cpu_ms;
     doc["peak_rss_bytes"] = run.peak_rss_bytes;
     doc["kv_cache_bytes"] = run.kv_cache_bytes;
     doc["backend"] = run.backend;
     doc["first_token_ms"] = run.first_token_ms;
+    doc["first_token_cpu_ms"] = run.first_token_cpu_ms;
     if (!run.device_memory.empty()) doc["device_memory"] = run.device_memory;
     doc["kv_type"] = options.run.kv_type;
     doc["batch_size"] = options.run.batch_size;
@@ -109,8 +111,8 @@ void print_results(std::ostream& out, const std::string& format, const BenchOpti
   }
   out << "\nbuild: lamina " << LAMINA_VERSION << ", " << compiler() << ", SIMD target " << target << "\n";
   out << "cpu: " << cpu_name() << "\n";
-  out << "load: " << std::fixed << std::setprecision(1) << run.load_ms << " ms, time to first token "
-      << run.first_token_ms << " ms\n";
+  out << "load: " << std::fixed << std::setprecision(1) << run.load_ms << " ms (CPU " << run.load_cpu_ms
+      << " ms), time to first token " << run.first_token_ms << " ms (CPU " << run.first_token_cpu_ms << " ms)\n";
   out << "memory: peak RSS " << mib(run.peak_rss_bytes) << ", file " << mib(run.model.file_bytes) << ", KV cache "
       << mib(run.kv_cache_bytes) << " (" << options.run.kv_type << "), " << memory_overhead(run) << "\n";
   if (!run.device_memory.empty()) out << run.device_memory << "\n";

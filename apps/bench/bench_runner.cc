@@ -1,6 +1,7 @@
 #include "bench_runner.h"
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -21,6 +22,14 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// CPU seconds of all the process's threads so far: on a machine shared with
+// other work, what a step costs regardless of the cores it waited for.
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 uint64_t peak_rss_bytes() {
@@ -107,8 +116,10 @@ double BenchResult::stddev_tps() const {
 BenchRun run_benchmarks(const BenchOptions& o, std::ostream& progress) {
   BenchRun run;
   const auto load_start = Clock::now();
+  const double load_cpu_start = process_cpu_seconds();
   const auto m = model::Model::load(o.model_path);
   run.load_ms = seconds_since(load_start) * 1000.0;
+  run.load_cpu_ms = (process_cpu_seconds() - load_cpu_start) * 1000.0;
   run.model = {o.model_path, std::string(m->config().arch->name), type_mix(m->file()), m->file().file_size(),
                m->n_params()};
 
@@ -124,9 +135,11 @@ BenchRun run_benchmarks(const BenchOptions& o, std::ostream& progress) {
     flags.n_threads = threads;
     std::string note;
     const auto setup_start = Clock::now();
+    const double setup_cpu_start = process_cpu_seconds();
     const auto fwd_ptr = model::make_forward(*m, apps::forward_options(flags, static_cast<uint32_t>(max_seqs)),
                                              apps::device(flags), apps::gpu_options(flags), &note);
     run.load_ms += seconds_since(setup_start) * 1000.0;
+    run.load_cpu_ms += (process_cpu_seconds() - setup_cpu_start) * 1000.0;
     if (!note.empty()) progress << note << '\n';
     model::Forward& fwd = *fwd_ptr;
     const auto* cpu_fwd = dynamic_cast<const model::CpuForward*>(&fwd);
@@ -137,10 +150,12 @@ BenchRun run_benchmarks(const BenchOptions& o, std::ostream& progress) {
       // Time to first token: the longest prompt, then one decode step.
       const auto tokens = make_tokens(max_p, m->config().n_vocab, 0, true);  // before any depth
       const auto start = Clock::now();
+      const double cpu_start = process_cpu_seconds();
       const auto first = fwd.decode_greedy(tokens);
       const model::TokenInput next{first.at(0), static_cast<uint32_t>(max_p), 0, true};
       (void)fwd.decode_greedy(std::span(&next, 1));
       run.first_token_ms = seconds_since(start) * 1000.0;
+      run.first_token_cpu_ms = (process_cpu_seconds() - cpu_start) * 1000.0;
     }
     const uint32_t n_vocab = m->config().n_vocab;
     // Each test runs after `depth` tokens of context, prefilled once per

@@ -44,11 +44,13 @@ struct BenchRun {
   ModelFacts model;
   std::vector<BenchResult> results;
   double load_ms = 0.0;
+  double load_cpu_ms = 0.0;  // CPU time of all threads during the load
   uint64_t peak_rss_bytes = 0;
   uint64_t kv_cache_bytes = 0;
   std::string backend;        // "CPU (AVX3_DL)", "CUDA (NVIDIA H200)"
   std::string device_memory;  // GPU memory report, empty on the CPU
   double first_token_ms = 0;  // time to first token: the longest prompt + one decode step
+  double first_token_cpu_ms = 0;
 };
 
 BenchRun run_benchmarks(const BenchOptions& options, std::ostream& progress);

@@ -28,6 +28,10 @@ void GgufFile::release_pages(const void* p, std::size_t n) const {
   if (mapping_) mapping_->release(p, n);
 }
 
+void GgufFile::read_ahead(const void* p, std::size_t n) const {
+  if (mapping_) mapping_->read_ahead(p, n);
+}
+
 GgufFile GgufFile::open(const std::filesystem::path& path, const ReadLimits& limits) {
   GgufFile f;
   f.mapping_ = std::make_unique<Mapping>(path);

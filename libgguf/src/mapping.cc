@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace lamina::gguf {
 namespace {
@@ -52,19 +53,46 @@ GgufFile::Mapping::~Mapping() {
   if (addr) ::munmap(addr, size);
 }
 
-void GgufFile::Mapping::release(const void* p, std::size_t n) const {
-  if (!addr || n == 0) return;
+namespace {
+
+// The whole pages of [p, p + n) that lie in [addr, addr + size), as
+// [first, last) (empty when there are none).
+std::pair<std::uintptr_t, std::uintptr_t> pages_within(const void* addr, std::size_t size, const void* p,
+                                                       std::size_t n, bool partial) {
   const auto begin = reinterpret_cast<std::uintptr_t>(addr);
   const auto end = begin + size;
   const auto from = reinterpret_cast<std::uintptr_t>(p);
   const std::uintptr_t lo = from > begin ? from : begin;
   const std::uintptr_t hi = from + n < end && from + n > from ? from + n : end;
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const std::uintptr_t first = (lo + page - 1) / page * page;
-  const std::uintptr_t last = hi / page * page;
+  // Releasing keeps the pages that hold bytes outside [p, p + n); reading
+  // ahead takes them.
+  const std::uintptr_t first = partial ? lo / page * page : (lo + page - 1) / page * page;
+  const std::uintptr_t last = partial ? (hi + page - 1) / page * page : hi / page * page;
+  return {first, last};
+}
+
+}  // namespace
+
+void GgufFile::Mapping::release(const void* p, std::size_t n) const {
+  if (!addr || n == 0) return;
+  const auto [first, last] = pages_within(addr, size, p, n, false);
   // A private read-only file mapping: dropped pages are read again from the
   // file. Advice only, so a failure changes nothing but memory use.
   if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
+void GgufFile::Mapping::read_ahead(const void* p, std::size_t n) const {
+  if (!addr || n == 0) return;
+  const auto [first, last] = pages_within(addr, size, p, n, true);
+  // Starts reading what is not yet in the page cache and returns: advice
+  // only, so a failure changes nothing but speed. Linux reads at most the
+  // larger of a device's io_pages and read_ahead_kb per call (8 MiB here,
+  // often 128 KiB to 1 MiB), so a long range goes in 512 KiB pieces.
+  constexpr std::uintptr_t kPiece = std::uintptr_t{512} << 10;
+  for (std::uintptr_t at = first; at < last; at += kPiece) {
+    ::madvise(reinterpret_cast<void*>(at), last - at < kPiece ? last - at : kPiece, MADV_WILLNEED);
+  }
 }
 
 }  // namespace lamina::gguf

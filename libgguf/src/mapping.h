@@ -18,6 +18,8 @@ struct GgufFile::Mapping {
   std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(addr), size}; }
   // GgufFile::release_pages for this mapping.
   void release(const void* p, std::size_t n) const;
+  // GgufFile::read_ahead for this mapping.
+  void read_ahead(const void* p, std::size_t n) const;
 
   void* addr = nullptr;
   std::size_t size = 0;

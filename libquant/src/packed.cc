@@ -135,6 +135,30 @@ void pack_all(const void* w, const detail::PackedView& view, uint8_t* out, Threa
 
 }  // namespace
 
+void detail::pack_matrix(QuantFormat format, const void* w, size_t n_out, size_t n_in, uint8_t* out,
+                         ThreadPool* pool, bool reference) {
+  const PackedView view{format, nullptr, n_out, n_in};
+  switch (format) {
+    case QuantFormat::Q2_K:
+      return pack_all<BlockQ2_K, PackedQ2_K>(w, view, out, pool, pack_q2_k_group);
+    case QuantFormat::Q3_K:
+      return pack_all<BlockQ3_K, PackedQ3_K>(w, view, out, pool, pack_q3_k_group);
+    case QuantFormat::Q4_0:
+      return pack_all<BlockQ4_0, PackedQ4_0>(w, view, out, pool, reference ? pack_q4_0_group : pack_q4_0_group_fast);
+    case QuantFormat::Q8_0:
+      return pack_all<BlockQ8_0, PackedQ8_0>(w, view, out, pool, reference ? pack_q8_0_group : pack_q8_0_group_fast);
+    case QuantFormat::Q4_K:
+      return pack_all<BlockQ4_K, PackedQ4_K>(w, view, out, pool, reference ? pack_q4_k_group : pack_q4_k_group_fast);
+    case QuantFormat::Q5_K:
+      return pack_all<BlockQ5_K, PackedQ5_K>(w, view, out, pool, reference ? pack_q5_k_group : pack_q5_k_group_fast);
+    case QuantFormat::IQ4_XS:
+      return pack_all<BlockIQ4_XS, PackedIQ4_XS>(w, view, out, pool, pack_iq4_xs_group);
+    default:
+      throw std::invalid_argument("pack_matrix: " + std::string(format_traits(format).name) +
+                                  " has no packed layout");
+  }
+}
+
 PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size_t n_in, ThreadPool* pool) {
   const std::string name(format_traits(format).name);
   if (!has_packed_layout(format)) throw std::invalid_argument("pack_weights: " + name + " has no packed layout");
@@ -152,29 +176,9 @@ PackedWeights pack_weights(QuantFormat format, const void* w, size_t n_out, size
   p.chunks_.resize((bytes + sizeof(PackedWeights::Chunk) - 1) / sizeof(PackedWeights::Chunk));
   p.bytes_ = bytes;
   auto* out = p.chunks_.empty() ? nullptr : p.chunks_.front().bytes;
-  switch (format) {
-    case QuantFormat::Q2_K:
-      pack_all<BlockQ2_K, detail::PackedQ2_K>(w, view, out, pool, detail::pack_q2_k_group);
-      break;
-    case QuantFormat::Q3_K:
-      pack_all<BlockQ3_K, detail::PackedQ3_K>(w, view, out, pool, detail::pack_q3_k_group);
-      break;
-    case QuantFormat::Q4_0:
-      pack_all<BlockQ4_0, detail::PackedQ4_0>(w, view, out, pool, detail::pack_q4_0_group);
-      break;
-    case QuantFormat::Q8_0:
-      pack_all<BlockQ8_0, detail::PackedQ8_0>(w, view, out, pool, detail::pack_q8_0_group);
-      break;
-    case QuantFormat::Q4_K:
-      pack_all<BlockQ4_K, detail::PackedQ4_K>(w, view, out, pool, detail::pack_q4_k_group);
-      break;
-    case QuantFormat::Q5_K:
-      pack_all<BlockQ5_K, detail::PackedQ5_K>(w, view, out, pool, detail::pack_q5_k_group);
-      break;
-    default:
-      pack_all<BlockIQ4_XS, detail::PackedIQ4_XS>(w, view, out, pool, detail::pack_iq4_xs_group);
-      break;
-  }
+  if (!out) return p;
+  std::memset(p.chunks_.back().bytes, 0, sizeof(PackedWeights::Chunk));  // the tail past `bytes`
+  detail::pack_matrix(format, w, n_out, n_in, out, pool);
   return p;
 }
 

@@ -175,6 +175,21 @@ void pack_q4_k_group(const BlockQ4_K* rows, size_t n_rows, size_t blocks_per_row
 void pack_q5_k_group(const BlockQ5_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ5_K* out);
 void pack_iq4_xs_group(const BlockIQ4_XS* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedIQ4_XS* out);
 
+// The same bytes, faster (packed_fast.cc), for the formats most files hold;
+// the packers above are their reference.
+void pack_q4_0_group_fast(const BlockQ4_0* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_0* out);
+void pack_q8_0_group_fast(const BlockQ8_0* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ8_0* out);
+void pack_q4_k_group_fast(const BlockQ4_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ4_K* out);
+void pack_q5_k_group_fast(const BlockQ5_K* rows, size_t n_rows, size_t blocks_per_row, size_t g, PackedQ5_K* out);
+
+// Packs n_out rows of n_in values in `format` (a packed format, n_in a
+// multiple of its block) into `out` (PackedView::groups() *
+// blocks_per_row() * packed_block_bytes(format) bytes), with the fast
+// packers where a format has one unless `reference`, with the pool's threads
+// if given.
+void pack_matrix(QuantFormat format, const void* w, size_t n_out, size_t n_in, uint8_t* out, ThreadPool* pool,
+                 bool reference = false);
+
 // acc + sum * d * da (acc - ... with kSubtract) in f64, the SIMD kernels'
 // operations on one lane (d an f16 weight factor, da the activation's).
 template <bool kSubtract = false>

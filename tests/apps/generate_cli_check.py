@@ -124,6 +124,8 @@ def main():
     expect(tests == ["pp16", "tg4"], f"lamina-bench runs pp16 and tg4 ({r.stderr!r})")
     expect(all(x["tokens_per_s_mean"] > 0 for x in doc.get("results", [])), "bench speeds are positive")
     expect(doc.get("peak_rss_bytes", 0) > 0 and doc.get("build", {}).get("simd_target"), "bench reports memory and target")
+    expect(doc.get("load_cpu_ms", 0) > 0 and doc.get("first_token_cpu_ms", 0) > 0,
+           "bench reports the CPU time of the load and of the first token")
     r = run(bench, "-m", tiny, "-p", "16", "-n", "4", "-r", "1", "-t", "1")
     expect(r.returncode == 0 and b"| pp16 |" in r.stdout, "markdown table")
     r = run(bench, "-m", os.path.join(models, "nope.gguf"))

@@ -139,6 +139,36 @@ TEST_P(KernelPacked, FasterOnlyWithASimdKernel) {
   EXPECT_FALSE(packed_layout_is_faster(QuantFormat::Q6_K));
 }
 
+// pack_weights (the fast packers where a format has one) gives the bytes of
+// the reference packers, on random bytes (every bit of every field moves,
+// NaN and infinite factors included) and on quantized rows, for whole and
+// partial groups, with and without a pool.
+TEST(KernelPackedLayout, FastPackersMatchReference) {
+  ThreadPool pool(2);
+  for (const QuantFormat f : {QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_0, QuantFormat::Q8_0,
+                              QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::IQ4_XS}) {
+    const size_t block = format_traits(f).block_elems;
+    for (const auto& [n_out, blocks] : {std::pair<size_t, size_t>{1, 1}, {16, 3}, {37, 2}, {64, 17}, {5, 1}}) {
+      const size_t n_in = blocks * block;
+      SCOPED_TRACE(std::string(format_traits(f).name) + " n_out " + std::to_string(n_out) + " n_in " +
+                   std::to_string(n_in));
+      std::mt19937 rng(static_cast<uint32_t>(n_out * 131 + n_in) + static_cast<uint32_t>(f));
+      std::vector<uint8_t> random_bytes(n_out * row_bytes(f, n_in));
+      for (uint8_t& b : random_bytes) b = static_cast<uint8_t>(rng());
+      for (const std::vector<uint8_t>& w : {random_bytes, random_weights(f, n_out, n_in, rng)}) {
+        const detail::PackedView view{f, nullptr, n_out, n_in};
+        std::vector<uint8_t> ref(view.groups() * view.blocks_per_row() * detail::packed_block_bytes(f), 0xA5);
+        detail::pack_matrix(f, w.data(), n_out, n_in, ref.data(), nullptr, /*reference=*/true);
+        for (ThreadPool* with : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          const PackedWeights p = pack_weights(f, w.data(), n_out, n_in, with);
+          ASSERT_EQ(p.bytes(), ref.size());
+          ASSERT_EQ(std::memcmp(p.data(), ref.data(), ref.size()), 0);
+        }
+      }
+    }
+  }
+}
+
 TEST(KernelPackedArguments, RejectsBadInput) {
   std::vector<uint8_t> w(row_bytes(QuantFormat::Q6_K, 256));
   EXPECT_FALSE(has_packed_layout(QuantFormat::Q6_K));

@@ -103,9 +103,10 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
     matrices.push_back(&w.output);
     // The file's pages of a packed matrix leave resident memory (the tied
     // output's stay readable for the embedding lookups: they come back on use).
-    linear.prepare(matrices, [&](const Matrix& m) {
-      model.file().release_pages(m.data, std::size_t{m.n_out} * m.row_bytes);
-    });
+    const auto bytes = [](const Matrix& m) { return std::size_t{m.n_out} * m.row_bytes; };
+    linear.prepare(
+        matrices, [&](const Matrix& m) { model.file().release_pages(m.data, bytes(m)); },
+        [&](const Matrix& m) { model.file().read_ahead(m.data, bytes(m)); });
   }
   options.n_ctx = cache.n_ctx();
   const std::size_t B = options.max_batch;

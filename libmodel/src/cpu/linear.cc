@@ -33,7 +33,8 @@ void Linear::apply_exact(const Matrix& w, const float* x, std::size_t n_rows, fl
   });
 }
 
-void Linear::prepare(std::span<const Matrix* const> ws, const std::function<void(const Matrix&)>& done) {
+void Linear::prepare(std::span<const Matrix* const> ws, const std::function<void(const Matrix&)>& done,
+                     const std::function<void(const Matrix&)>& soon) {
   std::vector<const Matrix*> todo;
   std::unordered_set<const std::byte*> seen;
   for (const Matrix* w : ws) {
@@ -48,6 +49,9 @@ void Linear::prepare(std::span<const Matrix* const> ws, const std::function<void
     try {
       for (std::size_t i = next.fetch_add(1, std::memory_order_relaxed); i < todo.size();
            i = next.fetch_add(1, std::memory_order_relaxed)) {
+        const std::size_t round = pool_.num_threads();
+        if (i < round) soon(*todo[i]);  // the first round has no one before it
+        if (i + round < todo.size()) soon(*todo[i + round]);
         const Matrix& w = *todo[i];
         out[i] = quant::pack_weights(w.format, w.data, w.n_out, w.n_in);
         done(w);

@@ -32,8 +32,12 @@ class Linear {
   // and calls done(w) for each packed one as soon as it is (w's own bytes
   // are no longer read then). Whole matrices go to the pool's threads, which
   // take them from a shared counter: no wait between matrices, and one
-  // thread's page faults on the file overlap another's packing.
-  void prepare(std::span<const Matrix* const> ws, const std::function<void(const Matrix&)>& done);
+  // thread's page faults on the file overlap another's packing. A thread
+  // that starts a matrix calls soon(w) for the one that comes a round of
+  // threads later (and in the first round for its own), so that reading
+  // the file runs ahead of the packing.
+  void prepare(std::span<const Matrix* const> ws, const std::function<void(const Matrix&)>& done,
+               const std::function<void(const Matrix&)>& soon);
 
   void apply(const Matrix& w, const float* x, std::size_t n_rows, float* y);
   // The same for several matrices sharing one input (Q, K and V; gate and

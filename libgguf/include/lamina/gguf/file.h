@@ -98,6 +98,11 @@ class LAMINA_GGUF_API GgufFile {
   // unchanged). Does nothing for the parts outside the mapping, nor for a
   // parsed or assembled file.
   void release_pages(const void* p, std::size_t n) const;
+  // For data the caller will read soon: starts reading the pages of
+  // [p, p + n) that lie in this file's mapping into the page cache, in the
+  // background, so that a later read of them waits less. Advice only, as
+  // release_pages.
+  void read_ahead(const void* p, std::size_t n) const;
 
   // Metadata in file order.
   const std::vector<KeyValue>& metadata() const { return metadata_; }

@@ -35,7 +35,10 @@ class LAMINA_QUANT_API PackedWeights {
 
  private:
   friend PackedWeights pack_weights(QuantFormat, const void*, size_t, size_t, ThreadPool*);
+  // Not zeroed on allocation: the packers write every byte, so the pages
+  // of a matrix are touched once, by the thread that packs it.
   struct alignas(64) Chunk {
+    Chunk() {}  // NOLINT(modernize-use-equals-default): = default would zero
     uint8_t bytes[64];
   };
   QuantFormat format_ = QuantFormat::F32;

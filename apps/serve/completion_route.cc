@@ -139,6 +139,7 @@ std::unique_ptr<RunningCompletion> RunningCompletion::start(ServeContext& ctx, E
     throw ApiError(404, "The model `" + parsed.model + "` does not exist.", "invalid_request_error", "model",
                    "model_not_found");
   parsed.completion.prompt_ids = prompt_ids(ctx, parsed);
+  if (parsed.grammar) parsed.completion.constraint = ctx.grammar_vocabulary.constraint(parsed.grammar);
 
   record.completion = true;
   record.stream = parsed.stream;

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "api_error.h"
+#include "structured_output.h"
 
 namespace lamina::serve {
 namespace {
@@ -119,11 +120,6 @@ void refuse_unsupported(const json& body) {
     throw invalid_value("logit_bias", "logit_bias is not supported.");
   if (const json* f = field(body, "functions"); f && !(f->is_array() && f->empty()))
     throw invalid_value("functions", "functions is not supported (use tools).");
-  if (const json* rf = field(body, "response_format")) {
-    if (!rf->is_object()) throw wrong_type("response_format", "an object", *rf);
-    const json* type = field(*rf, "type");
-    if (type && *type != "text") throw invalid_value("response_format", "only {\"type\": \"text\"} is supported.");
-  }
 }
 
 std::string message_param(std::size_t index, const char* member) {
@@ -332,6 +328,7 @@ ParsedRequest parse_completion_request(const nlohmann::json& body, Endpoint endp
   r.completion.skip_special_tokens = bool_field(body, "skip_special_tokens").value_or(true);
   parse_logprobs(body, endpoint, r);
   parse_streaming(body, r);
+  r.grammar = parse_output_grammar(body);
   if (const auto user = string_field(body, "user")) r.user = *user;
   return r;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "lamina/model/chat.h"
 #include "lamina/model/chat_template.h"
 #include "lamina/model/engine.h"
+#include "lamina/model/grammar.h"
 
 namespace lamina::serve {
 
@@ -48,7 +50,8 @@ struct ParsedRequest {
   // formats).
   model::ChatRenderOptions chat;
   CompletionPrompt prompt;                   // completions
-  model::CompletionRequest completion;       // everything but the prompt ids
+  model::CompletionRequest completion;       // everything but the prompt ids and the constraint
+  std::shared_ptr<const model::Grammar> grammar;  // structured output asked for; null: free text
   bool seed_given = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

@@ -17,6 +17,7 @@
 #include "lamina/model/model.h"
 #include "metrics.h"
 #include "openai_request.h"
+#include "structured_output.h"
 #include "text_bound.h"
 
 namespace lamina::serve {
@@ -89,7 +90,8 @@ struct ServeContext {
         chat(c),
         metrics(mt),
         options(std::move(o)),
-        max_prompt_bytes(max_text_bytes(m.tokenizer(), e.n_ctx())) {}
+        max_prompt_bytes(max_text_bytes(m.tokenizer(), e.n_ctx())),
+        grammar_vocabulary(m.tokenizer()) {}
 
   const model::Model& model;
   model::Engine& engine;
@@ -98,6 +100,7 @@ struct ServeContext {
   const ServerOptions options;
   // Longer texts cannot fit the context: they are refused untokenized.
   const std::size_t max_prompt_bytes;
+  GrammarVocabularySource grammar_vocabulary;  // for structured outputs
   const int64_t started = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();

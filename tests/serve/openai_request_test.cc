@@ -193,7 +193,6 @@ TEST(OpenAiRequest, UnsupportedFeaturesAreRefusedOnlyWhenUsed) {
   EXPECT_EQ(chat_error("{" + kUser + R"(, "tools": {"type": "function"}})").param(), "tools");
   EXPECT_EQ(chat_error("{" + kUser + R"(, "tools": ["search"]})").param(), "tools[0]");
   EXPECT_EQ(chat_error("{" + kUser + R"(, "functions": [{"name": "f"}]})").param(), "functions");
-  EXPECT_EQ(chat_error("{" + kUser + R"(, "response_format": {"type": "json_object"}})").param(), "response_format");
   EXPECT_EQ(text_error(R"({"prompt": "x", "echo": true})").param(), "echo");
   EXPECT_EQ(text_error(R"({"prompt": "x", "best_of": 3})").param(), "best_of");
   EXPECT_EQ(text_error(R"({"prompt": "x", "suffix": "y"})").param(), "suffix");
@@ -294,6 +293,45 @@ TEST(OpenAiRequest, DeepNestingIsRefusedCheaply) {
     EXPECT_EQ(e.status(), 400);
   }
   EXPECT_NO_THROW(parse_json_body("{\"a\":" + std::string(40, '[') + std::string(40, ']') + "}"));
+}
+
+}  // namespace
+}  // namespace lamina::serve
+
+namespace lamina::serve {
+namespace {
+
+TEST(OpenAiRequest, StructuredOutputsCompileTheirGrammar) {
+  EXPECT_EQ(parse_chat("{" + kUser + R"(, "response_format": {"type": "text"}})").grammar, nullptr);
+  EXPECT_NE(parse_chat("{" + kUser + R"(, "response_format": {"type": "json_object"}})").grammar, nullptr);
+  EXPECT_NE(parse_chat("{" + kUser + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
+      "strict": true, "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+      "additionalProperties": false}}}})").grammar, nullptr);
+  EXPECT_NE(parse_text(R"({"prompt": "x", "json_schema": {"type": "array", "items": {"enum": [1, 2]}}})").grammar,
+            nullptr);
+  EXPECT_NE(parse_text(R"({"prompt": "x", "grammar": "root ::= \"yes\" | \"no\""})").grammar, nullptr);
+  EXPECT_EQ(parse_text(R"({"prompt": "x", "grammar": ""})").grammar, nullptr);
+}
+
+TEST(OpenAiRequest, BadSchemasAndGrammarsAreRefusedWithTheirField) {
+  const ApiError impossible = chat_error("{" + kUser + R"(, "response_format": {"type": "json_schema",
+      "json_schema": {"name": "p", "schema": {"type": "array", "minItems": 2, "maxItems": 1}}}})");
+  EXPECT_EQ(impossible.status(), 400);
+  EXPECT_EQ(impossible.param(), "response_format.json_schema.schema");
+  EXPECT_NE(std::string(impossible.what()).find("maxItems is below minItems"), std::string::npos) << impossible.what();
+  EXPECT_EQ(chat_error("{" + kUser + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
+      "strict": true, "schema": {"type": "object", "properties": {"a": {}}}}}})").param(),
+            "response_format.json_schema.schema");
+  EXPECT_EQ(chat_error("{" + kUser + R"(, "response_format": {"type": "yaml"}})").param(), "response_format.type");
+  EXPECT_EQ(chat_error("{" + kUser + R"(, "response_format": {"type": "json_schema"}})").param(),
+            "response_format.json_schema");
+  EXPECT_EQ(text_error(R"({"prompt": "x", "json_schema": {"type": "string", "format": "ipv6"}})").param(),
+            "json_schema");
+  const ApiError gbnf = text_error(R"({"prompt": "x", "grammar": "root ::= item\n"})");
+  EXPECT_EQ(gbnf.param(), "grammar");
+  EXPECT_NE(std::string(gbnf.what()).find("line 1, column 10"), std::string::npos) << gbnf.what();
+  EXPECT_EQ(text_error(R"({"prompt": "x", "grammar": "root ::= \"a\"", "json_schema": {}})").param(), "grammar");
+  EXPECT_EQ(text_error(R"({"prompt": "x", "grammar": 5})").code(), "invalid_type");
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // JSON schema to GBNF. Every text the grammar produces validates against the
 // schema; the grammar may be narrower than the schema (objects carry only the
 // listed properties, in the listed order; numbers have bounded digits;
-// whitespace between tokens is bounded), which keeps generation finite.
+// at most one space between tokens), which keeps generation finite.
 #include "grammar/json_schema.h"
 
 #include <cmath>
@@ -17,7 +17,9 @@ namespace {
 
 using json = nlohmann::ordered_json;  // properties in the order the schema lists them
 
-const char* const kPrimitives = R"(ws ::= [ \t\n]{0,16}
+// Whitespace between tokens is at most one space: a model that may emit
+// runs of blanks or newlines there can spend its whole budget on them.
+const char* const kPrimitives = R"(ws ::= " "?
 json-char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
 json-string ::= "\"" json-char* "\""
 json-int ::= "-"? ("0" | [1-9] [0-9]{0,15})

@@ -43,20 +43,25 @@ std::shared_ptr<const GrammarVocabulary> byte_vocabulary() {
 bool allowed_bit(const std::vector<uint64_t>& bits, int32_t id) { return (bits[id >> 6] >> (id & 63)) & 1u; }
 
 TEST(GrammarTest, GbnfErrorsNameLineAndColumn) {
-  EXPECT_NE(gbnf_error("root ::= foo\n").find("line 1, column 10: rule 'foo' is not defined"), std::string::npos)
-      << gbnf_error("root ::= foo\n");
-  EXPECT_NE(gbnf_error("root ::= \"a\"\nx := \"b\"\n").find("line 2, column 3: expected '::='"), std::string::npos);
-  EXPECT_NE(gbnf_error("root ::= \"abc\n").find("line 1, column 14: unterminated string literal"), std::string::npos);
-  EXPECT_NE(gbnf_error("root ::= \"\\q\"").find("column 11: unknown escape"), std::string::npos);
-  EXPECT_NE(gbnf_error("root ::= root \"a\" | \"b\"").find("left-recursive"), std::string::npos);
-  EXPECT_NE(gbnf_error("root ::= x? root \"a\" | \"c\"\nx ::= \"b\"").find("left-recursive"), std::string::npos);
-  EXPECT_NE(gbnf_error("start ::= \"a\"").find("no rule 'root'"), std::string::npos);
-  EXPECT_NE(gbnf_error("root ::= \"a\"{3,1}").find("upper bound is below"), std::string::npos);
-  EXPECT_NE(gbnf_error("root ::= [b-a]").find("range ends before it starts"), std::string::npos);
-  EXPECT_NE(gbnf_error("root ::= ( \"a\"").find("expected ')'"), std::string::npos);
-  EXPECT_NE(gbnf_error("root ::= \"a\"\nroot ::= \"b\"").find("defined twice"), std::string::npos);
-  EXPECT_NE(gbnf_error("root ::= x\nx ::= \"a\" x").find("matches no text"), std::string::npos);
-  EXPECT_NE(gbnf_error("root ::= \"\xff\"").find("invalid UTF-8"), std::string::npos);
+  const std::pair<const char*, const char*> cases[] = {
+      {"root ::= foo\n", "line 1, column 10: rule 'foo' is not defined"},
+      {"root ::= \"a\"\nx := \"b\"\n", "line 2, column 3: expected '::='"},
+      {"root ::= \"abc\n", "line 1, column 14: unterminated string literal"},
+      {"root ::= \"\\q\"", "column 11: unknown escape"},
+      {"root ::= root \"a\" | \"b\"", "left-recursive"},
+      {"root ::= x? root \"a\" | \"c\"\nx ::= \"b\"", "left-recursive"},
+      {"start ::= \"a\"", "no rule 'root'"},
+      {"root ::= \"a\"{3,1}", "upper bound is below"},
+      {"root ::= [b-a]", "range ends before it starts"},
+      {"root ::= ( \"a\"", "expected ')'"},
+      {"root ::= \"a\"\nroot ::= \"b\"", "defined twice"},
+      {"root ::= x\nx ::= \"a\" x", "matches no text"},
+      {"root ::= \"\xff\"", "invalid UTF-8"},
+  };
+  for (const auto& [text, message] : cases) {
+    const std::string error = gbnf_error(text);
+    EXPECT_NE(error.find(message), std::string::npos) << text << "\n gave: " << error;
+  }
 }
 
 TEST(GrammarTest, MatcherFollowsTheGrammar) {

@@ -5,7 +5,6 @@
 #include <optional>
 
 #include "api_error.h"
-#include "structured_output.h"
 
 namespace lamina::serve {
 namespace {
@@ -328,7 +327,6 @@ ParsedRequest parse_completion_request(const nlohmann::json& body, Endpoint endp
   r.completion.skip_special_tokens = bool_field(body, "skip_special_tokens").value_or(true);
   parse_logprobs(body, endpoint, r);
   parse_streaming(body, r);
-  r.grammar = parse_output_grammar(body);
   if (const auto user = string_field(body, "user")) r.user = *user;
   return r;
 }

@@ -51,7 +51,7 @@ struct ParsedRequest {
   model::ChatRenderOptions chat;
   CompletionPrompt prompt;                   // completions
   model::CompletionRequest completion;       // everything but the prompt ids and the constraint
-  std::shared_ptr<const model::Grammar> grammar;  // structured output asked for; null: free text
+  std::shared_ptr<const model::Grammar> grammar;  // structured output (parse_output_grammar); null: free text
   bool seed_given = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

@@ -7,7 +7,8 @@
 namespace lamina::serve {
 namespace {
 
-using json = nlohmann::json;
+// Schemas are read in the order their text lists the properties: the output follows it.
+using json = nlohmann::ordered_json;
 
 const json* present(const json& object, const char* key) {
   const auto it = object.find(key);
@@ -66,7 +67,12 @@ std::shared_ptr<const model::Grammar> response_format_grammar(const json& rf) {
 
 }  // namespace
 
-std::shared_ptr<const model::Grammar> parse_output_grammar(const json& body) {
+std::shared_ptr<const model::Grammar> parse_output_grammar(const nlohmann::json& parsed, std::string_view raw_body) {
+  bool any = false;
+  for (const char* key : {"response_format", "json_schema", "grammar"}) any = any || parsed.contains(key);
+  if (!any) return nullptr;
+  // parse_json_body accepted the text already, limits included.
+  const json body = json::parse(raw_body);
   std::shared_ptr<const model::Grammar> grammar;
   int asked = 0;
   if (const json* rf = present(body, "response_format")) {

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -13,10 +14,12 @@
 
 namespace lamina::serve {
 
-// Null when the request asks for free text. Throws ApiError (400) naming the
-// field for a malformed, unsupported or impossible schema or grammar, or for
-// more than one of them.
-std::shared_ptr<const model::Grammar> parse_output_grammar(const nlohmann::json& body);
+// Null when the request asks for free text. `parsed` is `raw_body` as
+// parse_json_body read it; a schema is read again from the text, in the order
+// it lists the properties (parsed objects are sorted by key). Throws ApiError
+// (400) naming the field for a malformed, unsupported or impossible schema or
+// grammar, or for more than one of them.
+std::shared_ptr<const model::Grammar> parse_output_grammar(const nlohmann::json& parsed, std::string_view raw_body);
 
 // The vocabulary's token trie, built on first use and shared by every request.
 class GrammarVocabularySource {

@@ -6,6 +6,7 @@
 #include "api_error.h"
 #include "json_body.h"
 #include "openai_request.h"
+#include "structured_output.h"
 
 namespace lamina::serve {
 namespace {
@@ -301,37 +302,51 @@ TEST(OpenAiRequest, DeepNestingIsRefusedCheaply) {
 namespace lamina::serve {
 namespace {
 
+std::shared_ptr<const model::Grammar> grammar_of(const std::string& body) {
+  return parse_output_grammar(parse_json_body(body), body);
+}
+
+ApiError grammar_error(const std::string& body) {
+  try {
+    grammar_of(body);
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << body;
+  return ApiError(0, "accepted");
+}
+
 TEST(OpenAiRequest, StructuredOutputsCompileTheirGrammar) {
-  EXPECT_EQ(parse_chat("{" + kUser + R"(, "response_format": {"type": "text"}})").grammar, nullptr);
-  EXPECT_NE(parse_chat("{" + kUser + R"(, "response_format": {"type": "json_object"}})").grammar, nullptr);
-  EXPECT_NE(parse_chat("{" + kUser + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
+  EXPECT_EQ(grammar_of("{" + kUser + R"(, "response_format": {"type": "text"}})"), nullptr);
+  EXPECT_EQ(grammar_of("{" + kUser + "}"), nullptr);
+  EXPECT_NE(grammar_of("{" + kUser + R"(, "response_format": {"type": "json_object"}})"), nullptr);
+  EXPECT_NE(grammar_of("{" + kUser + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
       "strict": true, "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
-      "additionalProperties": false}}}})").grammar, nullptr);
-  EXPECT_NE(parse_text(R"({"prompt": "x", "json_schema": {"type": "array", "items": {"enum": [1, 2]}}})").grammar,
-            nullptr);
-  EXPECT_NE(parse_text(R"({"prompt": "x", "grammar": "root ::= \"yes\" | \"no\""})").grammar, nullptr);
-  EXPECT_EQ(parse_text(R"({"prompt": "x", "grammar": ""})").grammar, nullptr);
+      "additionalProperties": false}}}})"), nullptr);
+  EXPECT_NE(grammar_of(R"({"prompt": "x", "json_schema": {"type": "array", "items": {"enum": [1, 2]}}})"), nullptr);
+  EXPECT_NE(grammar_of(R"({"prompt": "x", "grammar": "root ::= \"yes\" | \"no\""})"), nullptr);
+  EXPECT_EQ(grammar_of(R"({"prompt": "x", "grammar": ""})"), nullptr);
 }
 
 TEST(OpenAiRequest, BadSchemasAndGrammarsAreRefusedWithTheirField) {
-  const ApiError impossible = chat_error("{" + kUser + R"(, "response_format": {"type": "json_schema",
+  const ApiError impossible = grammar_error("{" + kUser + R"(, "response_format": {"type": "json_schema",
       "json_schema": {"name": "p", "schema": {"type": "array", "minItems": 2, "maxItems": 1}}}})");
   EXPECT_EQ(impossible.status(), 400);
   EXPECT_EQ(impossible.param(), "response_format.json_schema.schema");
   EXPECT_NE(std::string(impossible.what()).find("maxItems is below minItems"), std::string::npos) << impossible.what();
-  EXPECT_EQ(chat_error("{" + kUser + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
+  EXPECT_EQ(grammar_error("{" + kUser + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
       "strict": true, "schema": {"type": "object", "properties": {"a": {}}}}}})").param(),
             "response_format.json_schema.schema");
-  EXPECT_EQ(chat_error("{" + kUser + R"(, "response_format": {"type": "yaml"}})").param(), "response_format.type");
-  EXPECT_EQ(chat_error("{" + kUser + R"(, "response_format": {"type": "json_schema"}})").param(),
+  EXPECT_EQ(grammar_error("{" + kUser + R"(, "response_format": {"type": "yaml"}})").param(), "response_format.type");
+  EXPECT_EQ(grammar_error("{" + kUser + R"(, "response_format": {"type": "json_schema"}})").param(),
             "response_format.json_schema");
-  EXPECT_EQ(text_error(R"({"prompt": "x", "json_schema": {"type": "string", "format": "ipv6"}})").param(),
+  EXPECT_EQ(grammar_error(R"({"prompt": "x", "json_schema": {"type": "string", "format": "ipv6"}})").param(),
             "json_schema");
-  const ApiError gbnf = text_error(R"({"prompt": "x", "grammar": "root ::= item\n"})");
+  const ApiError gbnf = grammar_error(R"({"prompt": "x", "grammar": "root ::= item\n"})");
   EXPECT_EQ(gbnf.param(), "grammar");
   EXPECT_NE(std::string(gbnf.what()).find("line 1, column 10"), std::string::npos) << gbnf.what();
-  EXPECT_EQ(text_error(R"({"prompt": "x", "grammar": "root ::= \"a\"", "json_schema": {}})").param(), "grammar");
-  EXPECT_EQ(text_error(R"({"prompt": "x", "grammar": 5})").code(), "invalid_type");
+  EXPECT_EQ(grammar_error(R"({"prompt": "x", "grammar": "root ::= \"a\"", "json_schema": {}})").param(), "grammar");
+  EXPECT_EQ(grammar_error(R"({"prompt": "x", "grammar": 5})").code(), "invalid_type");
 }
 
 }  // namespace

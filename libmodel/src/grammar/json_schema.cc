@@ -65,7 +65,8 @@ class Compiler {
 
   std::string add_rule(const std::string& body) {
     if (auto it = by_body_.find(body); it != by_body_.end()) return it->second;
-    const std::string name = "s" + std::to_string(rules_.size());
+    std::string name = "s";
+    name += std::to_string(rules_.size());
     rules_.emplace_back(name, body);
     by_body_.emplace(body, name);
     return name;
@@ -102,7 +103,7 @@ class Compiler {
     if (const auto it = s.find("enum"); it != s.end()) {
       if (!it->is_array() || it->empty()) fail(where + "/enum", "must be a non-empty array");
       std::string body;
-      for (const auto& v : *it) body += (body.empty() ? "" : " | ") + json_literal(v);
+      for (const auto& v : *it) body += std::string(body.empty() ? "" : " | ") + json_literal(v);
       return add_rule(body);
     }
     for (const char* key : {"anyOf", "oneOf"}) {
@@ -110,7 +111,7 @@ class Compiler {
         if (!it->is_array() || it->empty()) fail(where + "/" + key, "must be a non-empty array");
         std::string body;
         for (std::size_t i = 0; i < it->size(); ++i)
-          body += (i ? " | " : "") + visit((*it)[i], where + "/" + key + "/" + std::to_string(i));
+          body += std::string(i ? " | " : "") + visit((*it)[i], where + "/" + key + "/" + std::to_string(i));
         return add_rule(body);
       }
     }
@@ -129,7 +130,7 @@ class Compiler {
       std::string body;
       for (const auto& t : *type) {
         if (!t.is_string()) fail(where + "/type", "types must be strings");
-        body += (body.empty() ? "" : " | ") + typed(s, t.get<std::string>(), where);
+        body += std::string(body.empty() ? "" : " | ") + typed(s, t.get<std::string>(), where);
       }
       return add_rule(body);
     }
@@ -149,7 +150,7 @@ class Compiler {
       fail(where + "/$ref", "'" + target + "' names nothing in the schema");
     }
     // Named before its body is compiled, so a recursive reference finds it.
-    const std::string name = "ref" + std::to_string(by_ref_.size());
+    const std::string name = std::string("ref") + std::to_string(by_ref_.size());
     by_ref_.emplace(target, name);
     const std::size_t slot = rules_.size();
     rules_.emplace_back(name, "");
@@ -190,10 +191,10 @@ class Compiler {
     if (const auto it = s.find("pattern"); it != s.end()) {
       if (bounded) fail(where, "a pattern with length bounds is not supported");
       if (!it->is_string()) fail(where + "/pattern", "must be a string");
-      return add_rule("\"\\\"\" " + regex_to_gbnf(it->get<std::string>(), where + "/pattern") + " \"\\\"\"");
+      return add_rule(std::string("\"\\\"\" ") + regex_to_gbnf(it->get<std::string>(), where + "/pattern") + " \"\\\"\"");
     }
     if (!bounded) return "json-string";
-    return add_rule("\"\\\"\" " + repeat("json-char", min, max) + " \"\\\"\"");
+    return add_rule(std::string("\"\\\"\" ") + repeat("json-char", min, max) + " \"\\\"\"");
   }
 
   std::string integer(const json& s, const std::string& where) {

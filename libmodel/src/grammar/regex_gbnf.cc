@@ -34,7 +34,9 @@ class RegexCompiler {
       end_anchor = true;
       p_.remove_suffix(1);
     }
-    std::string body = "(" + alternation() + ")";
+    std::string body = "(";
+    body += alternation();
+    body += ')';
     if (pos_ != p_.size()) fail("unexpected '" + std::string(1, p_[pos_]) + "'");
     // Unanchored patterns match anywhere in the string.
     if (!start_anchor) body = std::string(kPlainChar) + "* " + body;
@@ -54,7 +56,8 @@ class RegexCompiler {
     std::string out = sequence();
     while (peek() == '|') {
       ++pos_;
-      out += " | " + sequence();
+      out += " | ";
+      out += sequence();
     }
     return out;
   }
@@ -140,7 +143,7 @@ class RegexCompiler {
       ++pos_;
       if (const std::string s = shorthand(e); !s.empty()) return "[" + s + "]";
       if (e == 'D' || e == 'W' || e == 'S')
-        return "[^" + shorthand(static_cast<char>(e + 32)) + "\"\\\\\\x00-\\x1F]";
+        return std::string("[^") + shorthand(static_cast<char>(e + 32)) + "\"\\\\\\x00-\\x1F]";
       if (e == 'n') return json_char('\n');
       if (e == 't') return json_char('\t');
       if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9') || e == '\0')
@@ -182,7 +185,8 @@ class RegexCompiler {
         if (hi < lo) fail("the class range ends before it starts");
         if (lo <= '"' && hi >= '"') fail("a class range over '\"' is not supported");
         if (lo <= '\\' && hi >= '\\') fail("a class range over '\\' is not supported");
-        out += "-" + class_char(hi);
+        out += '-';
+        out += class_char(hi);
       }
     }
     ++pos_;

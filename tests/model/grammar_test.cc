@@ -40,6 +40,12 @@ std::shared_ptr<const GrammarVocabulary> byte_vocabulary() {
   return GrammarVocabulary::from_pieces(pieces, {256});
 }
 
+std::string rule_name(int k) {
+  std::string name = "r";
+  name += std::to_string(k);
+  return name;
+}
+
 bool allowed_bit(const std::vector<uint64_t>& bits, int32_t id) { return (bits[id >> 6] >> (id & 63)) & 1u; }
 
 TEST(GrammarTest, GbnfErrorsNameLineAndColumn) {
@@ -58,6 +64,18 @@ TEST(GrammarTest, GbnfErrorsNameLineAndColumn) {
       {"root ::= x\nx ::= \"a\" x", "matches no text"},
       {"root ::= \"\xff\"", "invalid UTF-8"},
   };
+  // Repetitions that unroll past the size bound,
+  std::string big = "root ::=";
+  for (int i = 0; i < 100; ++i) big += " [a-z]{0,4096}";
+  EXPECT_NE(gbnf_error(big).find("the grammar is too large"), std::string::npos);
+  // groups nested past the parser's bound, and rules that open one inside
+  // the other at their start past the recognizer's.
+  EXPECT_NE(gbnf_error("root ::= " + std::string(300, '(') + "\"a\"" + std::string(300, ')')).find("groups nest"),
+            std::string::npos);
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 1200; ++i) chain += rule_name(i) + " ::= " + rule_name(i + 1) + " | \"x\"\n";
+  chain += "r1200 ::= \"y\"\n";
+  EXPECT_NE(gbnf_error(chain).find("more than 1000 deep"), std::string::npos) << gbnf_error(chain).substr(0, 200);
   for (const auto& [text, message] : cases) {
     const std::string error = gbnf_error(text);
     EXPECT_NE(error.find(message), std::string::npos) << text << "\n gave: " << error;
@@ -138,16 +156,17 @@ std::string random_gbnf(std::mt19937& rng) {
   std::string out;
   const int n_rules = 1 + static_cast<int>(rng() % 4);
   for (int r = 0; r < n_rules; ++r) {
-    out += (r == 0 ? std::string("root") : "r" + std::to_string(r)) + " ::= ";
+    out += r == 0 ? std::string("root") : rule_name(r);
+    out += " ::= ";
     const int n_alts = 1 + static_cast<int>(rng() % 3);
     for (int a = 0; a < n_alts; ++a) {
       if (a) out += " | ";
       const int n_items = 1 + static_cast<int>(rng() % 3);
       for (int i = 0; i < n_items; ++i) {
         if (rng() % 4 == 0 && r + 1 < n_rules)
-          out += "r" + std::to_string(r + 1 + static_cast<int>(rng() % static_cast<unsigned>(n_rules - r - 1)));
+          out += rule_name(r + 1 + static_cast<int>(rng() % static_cast<unsigned>(n_rules - r - 1)));
         else if (rng() % 5 == 0)
-          out += "(" + std::string(atoms[rng() % 8]) + " | " + atoms[rng() % 8] + ")";
+          out.append("(").append(atoms[rng() % 8]).append(" | ").append(atoms[rng() % 8]).append(")");
         else
           out += atoms[rng() % 8];
         const char* ops[] = {"", "", "", "*", "+", "?", "{2}", "{1,3}", "{0,}"};
@@ -201,6 +220,19 @@ TEST(GrammarTest, FastMaskEqualsReferenceOnRandomGrammars) {
     }
   }
   EXPECT_GE(used, 100);
+}
+
+TEST(GrammarTest, TextNestingIsBounded) {
+  auto c = std::make_shared<TokenConstraint>(Grammar::from_gbnf("root ::= \"(\" root? \")\""), byte_vocabulary());
+  GrammarMatcher m(c);
+  bool refused = false;
+  try {
+    for (int i = 0; i < 5000 && m.accept('('); ++i) {
+    }
+  } catch (const GrammarError& e) {
+    refused = std::string(e.what()).find("nests more than 2048") != std::string::npos;
+  }
+  EXPECT_TRUE(refused);
 }
 
 TEST(GrammarTest, JsonSchemaErrorsAreClear) {

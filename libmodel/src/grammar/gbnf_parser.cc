@@ -15,6 +15,7 @@ namespace lamina::model::grammar {
 namespace {
 
 constexpr uint32_t kMaxRepetition = 4096;  // bounds the rules {m,n} unrolls into
+constexpr int kMaxGroupDepth = 256;        // bounds the parser's recursion
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
@@ -133,12 +134,14 @@ class Parser {
         ++pos_;
         seq.push_back(class_element({{0, 0x10FFFF}}));
       } else if (c == '(') {
+        if (++group_depth_ > kMaxGroupDepth) fail("groups nest more than " + std::to_string(kMaxGroupDepth) + " deep");
         ++pos_;
         skip_space(true);
         const uint32_t group = builder_.new_rule("group");
         parse_alternatives(group, true);
         if (peek() != ')') fail("expected ')' to close the group");
         ++pos_;
+        --group_depth_;
         seq.push_back(rule_element(group));
       } else if (is_name_char(c)) {
         const std::size_t at = pos_;
@@ -330,6 +333,7 @@ class Parser {
 
   std::string_view text_;
   std::size_t pos_ = 0;
+  int group_depth_ = 0;
   IrBuilder builder_;
   std::vector<std::pair<uint32_t, std::size_t>> references_;
 };

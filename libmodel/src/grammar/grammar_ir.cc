@@ -8,6 +8,15 @@
 #include "utf8.h"
 
 namespace lamina::model::grammar {
+namespace {
+
+// Bounds on what a grammar text may expand to (repetitions unroll) and on
+// how deep rules may start one inside the other, so that hostile grammars
+// cost bounded memory and stack.
+constexpr std::size_t kMaxElements = std::size_t{1} << 20;
+constexpr uint32_t kMaxLeftDepth = 1000;
+
+}  // namespace
 
 uint32_t IrBuilder::rule_id(const std::string& name) {
   for (const auto& [n, id] : by_name_)
@@ -29,6 +38,8 @@ uint32_t IrBuilder::new_rule(const std::string& base) {
 }
 
 void IrBuilder::add_alternative(uint32_t rule, const std::vector<Element>& sequence) {
+  if (ir_.elements.size() + sequence.size() >= kMaxElements)
+    throw GrammarError("the grammar is too large (more than " + std::to_string(kMaxElements) + " elements once expanded)");
   ir_.alternatives[rule].push_back(static_cast<uint32_t>(ir_.elements.size()));
   ir_.elements.insert(ir_.elements.end(), sequence.begin(), sequence.end());
   ir_.elements.push_back(Element{});
@@ -140,20 +151,22 @@ void check_ir(const Ir& ir) {
   // Left corners: a rule reachable at the start of one of its own
   // alternatives would expand forever.
   std::vector<uint8_t> mark(n, 0);  // 0 unseen, 1 on the path, 2 done
-  std::function<void(uint32_t)> visit = [&](uint32_t r) {
+  std::function<void(uint32_t, uint32_t)> visit = [&](uint32_t r, uint32_t depth) {
+    if (depth > kMaxLeftDepth)
+      throw GrammarError("rules start inside one another more than " + std::to_string(kMaxLeftDepth) + " deep");
     mark[r] = 1;
     for (uint32_t pos : ir.alternatives[r]) {
       for (uint32_t p = pos; ir.elements[p].kind == Element::Kind::Rule; ++p) {
         const uint32_t s = ir.elements[p].rule;
         if (mark[s] == 1) throw GrammarError("rule '" + ir.rule_names[s] + "' is left-recursive");
-        if (mark[s] == 0) visit(s);
+        if (mark[s] == 0) visit(s, depth + 1);
         if (!nullable[s]) break;
       }
     }
     mark[r] = 2;
   };
   for (uint32_t r = 0; r < n; ++r)
-    if (mark[r] == 0) visit(r);
+    if (mark[r] == 0) visit(r, 0);
 }
 
 }  // namespace lamina::model::grammar

@@ -44,6 +44,7 @@ const std::set<std::string> kKeywords = {"type", "properties", "required", "addi
                                          "format", "pattern", "minLength", "maxLength", "minimum", "maximum",
                                          "exclusiveMinimum", "exclusiveMaximum"};
 constexpr int64_t kMaxCount = 4096;  // the GBNF parser's repetition bound
+constexpr int kMaxDepth = 128;        // bounds the compiler's recursion
 
 std::string json_literal(const json& value) { return gbnf_literal(value.dump(-1, ' ', false)); }
 
@@ -87,6 +88,13 @@ class Compiler {
   }
 
   std::string visit(const json& s, const std::string& where) {
+    if (++depth_ > kMaxDepth) fail(where, "schemas nest more than " + std::to_string(kMaxDepth) + " deep");
+    std::string rule = visit_schema(s, where);
+    --depth_;
+    return rule;
+  }
+
+  std::string visit_schema(const json& s, const std::string& where) {
     if (s.is_boolean()) {
       if (!s.get<bool>()) fail(where, "the schema `false` accepts no value");
       return "json-value";
@@ -294,6 +302,7 @@ class Compiler {
   std::vector<std::pair<std::string, std::string>> rules_;
   std::map<std::string, std::string> by_body_;
   std::map<std::string, std::string> by_ref_;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "grammar/recognizer.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "lamina/model/grammar.h"
@@ -12,6 +13,9 @@ namespace {
 // memory of a hostile grammar (each node also keeps its closure).
 constexpr std::size_t kMaxNodes = std::size_t{1} << 22;
 constexpr int32_t kUnknown = -2;
+// Rules open at once: bounds the recursion of a closure (and the stack of the
+// thread that runs it) whatever the grammar and the text.
+constexpr uint32_t kMaxDepth = 2048;
 
 void sort_unique(std::vector<uint32_t>& v) {
   std::sort(v.begin(), v.end());
@@ -27,7 +31,7 @@ std::size_t Recognizer::VectorHash::operator()(const std::vector<uint32_t>& v) c
 }
 
 Recognizer::Recognizer(Ir ir) : ir_(std::move(ir)) {
-  nodes_.push_back({0, 0});  // kComplete
+  nodes_.push_back({0, 0, 0});  // kComplete
   closures_.push_back({kComplete});
   closure_done_.push_back(true);
   // The root as a one-element sequence: a rule element followed by End.
@@ -42,8 +46,11 @@ uint32_t Recognizer::intern_node(uint32_t pos, uint32_t parent) {
   const auto it = node_ids_.find(key);
   if (it != node_ids_.end()) return it->second;
   if (nodes_.size() >= kMaxNodes) throw GrammarError("the grammar needs too many parser states");
+  const uint32_t depth = nodes_[parent].depth + 1;
+  if (depth > kMaxDepth)
+    throw GrammarError("the text nests more than " + std::to_string(kMaxDepth) + " grammar rules deep");
   const auto id = static_cast<uint32_t>(nodes_.size());
-  nodes_.push_back({pos, parent});
+  nodes_.push_back({pos, parent, depth});
   closures_.emplace_back();
   closure_done_.push_back(false);
   node_ids_.emplace(key, id);

@@ -39,6 +39,7 @@ class Recognizer {
   struct Node {
     uint32_t pos;
     uint32_t parent;
+    uint32_t depth;  // nodes in the chain, this one included
   };
   uint32_t intern_node(uint32_t pos, uint32_t parent);
   // The stacks whose top is a byte element (or the empty stack) that `node` expands to.

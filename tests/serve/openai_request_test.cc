@@ -23,10 +23,11 @@ ParsedRequest parse_text(const std::string& body, const RequestDefaults& d = {})
   return parse_completion_request(parse_json_body(body), Endpoint::Completions, d, kRandomSeed);
 }
 
-// The error a chat body is refused with (fails the test when it is accepted).
-ApiError chat_error(const std::string& body) {
+// The error `parse` refuses a body with (fails the test when it is accepted).
+template <class Parse>
+ApiError refusal(Parse parse, const std::string& body) {
   try {
-    parse_chat(body);
+    parse(body);
   } catch (const ApiError& e) {
     return e;
   }
@@ -34,15 +35,8 @@ ApiError chat_error(const std::string& body) {
   return ApiError(0, "accepted");
 }
 
-ApiError text_error(const std::string& body) {
-  try {
-    parse_text(body);
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "accepted: " << body;
-  return ApiError(0, "accepted");
-}
+ApiError chat_error(const std::string& body) { return refusal([](const std::string& b) { parse_chat(b); }, body); }
+ApiError text_error(const std::string& body) { return refusal([](const std::string& b) { parse_text(b); }, body); }
 
 const std::string kUser = R"("messages": [{"role": "user", "content": "Hi"}])";
 
@@ -307,13 +301,7 @@ std::shared_ptr<const model::Grammar> grammar_of(const std::string& body) {
 }
 
 ApiError grammar_error(const std::string& body) {
-  try {
-    grammar_of(body);
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "accepted: " << body;
-  return ApiError(0, "accepted");
+  return refusal([](const std::string& b) { grammar_of(b); }, body);
 }
 
 TEST(OpenAiRequest, StructuredOutputsCompileTheirGrammar) {

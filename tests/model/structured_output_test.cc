@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <regex>
 #include <string>
 #include <vector>
@@ -173,6 +174,35 @@ TEST(StructuredOutputTest, ConstrainedTokensDoNotDependOnTheBatch) {
                                       constrained(model, other, 2), constrained(model, c, 6)}, 4);
   EXPECT_EQ(alone[0].generated_ids, batch[1].generated_ids);
   EXPECT_FALSE(alone[0].generated_ids.empty());
+}
+
+}  // namespace
+}  // namespace lamina::model
+
+namespace lamina::model {
+namespace {
+
+TEST(StructuredOutputTest, TopLogprobsLeaveOutWhatTheGrammarRulesOut) {
+  LAMINA_REQUIRE_MODEL();
+  const auto vocab = GrammarVocabulary::from_tokenizer(model.tokenizer());
+  CompletionRequest r = constrained(
+      model, std::make_shared<TokenConstraint>(Grammar::from_gbnf("root ::= [ab]{4}"), vocab), 3);
+  r.top_logprobs = kMaxTopLogprobs;
+  engine_test::Collector collector;
+  CpuForward forward(model, engine_test::forward_options(1));
+  Engine engine(model, forward, EngineOptions{});
+  ASSERT_NE(engine.submit(r, collector.callbacks()), 0u);
+  const auto& events = collector.events();
+  ASSERT_EQ(events.size(), 4u);
+  for (const TokenEvent& e : events) {
+    ASSERT_FALSE(e.top.empty());
+    EXPECT_LT(e.top.size(), static_cast<std::size_t>(kMaxTopLogprobs));
+    for (const TokenLogprob& t : e.top) {
+      EXPECT_TRUE(std::isfinite(t.logprob)) << t.id;
+      const std::string piece = model.tokenizer().token_to_piece(t.id);
+      EXPECT_TRUE(piece.find_first_not_of("ab") == std::string::npos && !piece.empty()) << piece;
+    }
+  }
 }
 
 }  // namespace

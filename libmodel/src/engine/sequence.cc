@@ -129,7 +129,11 @@ void Sequence::fill_logprobs(std::span<const float> logits, int32_t chosen, Toke
                       return la > lb || (la == lb && a < b);
                     });
   event.top.reserve(n_top);
-  for (std::size_t i = 0; i < n_top; ++i) event.top.push_back({order_[i], logprob(order_[i])});
+  for (std::size_t i = 0; i < n_top; ++i) {
+    // Tokens a grammar ruled out (-infinity) are no alternatives.
+    if (std::isinf(logits[static_cast<std::size_t>(order_[i])])) break;
+    event.top.push_back({order_[i], logprob(order_[i])});
+  }
 }
 
 // Sends the token with the text that became safe to show; the last token of

@@ -31,10 +31,10 @@ class LAMINA_MODEL_API GrammarError : public std::runtime_error {
 };
 
 struct LAMINA_MODEL_API JsonSchemaOptions {
-  // OpenAI's strict mode: objects never carry properties their schema does
-  // not list. Outside strict mode the same holds (a narrower language is
-  // always valid), except that an object schema without `properties` takes any
-  // keys; strict only adds the check that `additionalProperties` is not true.
+  // Objects never carry properties their schema does not list (a narrower
+  // language is always valid), in either mode; an object schema without
+  // `properties` takes any keys. Strict mode (OpenAI's) also refuses a schema
+  // whose objects with properties lack "additionalProperties": false.
   bool strict = false;
 };
 

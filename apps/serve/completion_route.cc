@@ -135,13 +135,15 @@ std::unique_ptr<RunningCompletion> RunningCompletion::start(ServeContext& ctx, E
                                                             std::function<void()> notify) {
   auto state = std::make_unique<State>(ctx, record);
   if (ctx.draining.load()) throw shutting_down();
-  ParsedRequest parsed = parse_completion_request(parse_json_body(body), endpoint, ctx.options.defaults,
-                                                  ctx.random.next());
+  const nlohmann::json request_body = parse_json_body(body);
+  ParsedRequest parsed = parse_completion_request(request_body, endpoint, ctx.options.defaults, ctx.random.next());
+  parsed.grammar = parse_output_grammar(request_body, body);
   if (!parsed.model.empty() && parsed.model != ctx.options.model_name)
     throw ApiError(404, "The model `" + parsed.model + "` does not exist.", "invalid_request_error", "model",
                    "model_not_found");
   if (endpoint == Endpoint::ChatCompletions) constrain_tool_choice(parsed.tools, ctx.tool_format, parsed.completion);
   parsed.completion.prompt_ids = prompt_ids(ctx, parsed);
+  if (parsed.grammar) parsed.completion.constraint = ctx.grammar_vocabulary.constraint(parsed.grammar);
 
   record.completion = true;
   record.stream = parsed.stream;

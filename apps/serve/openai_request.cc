@@ -119,11 +119,6 @@ void refuse_unsupported(const json& body) {
     throw invalid_value("logit_bias", "logit_bias is not supported.");
   if (const json* f = field(body, "functions"); f && !(f->is_array() && f->empty()))
     throw invalid_value("functions", "functions is not supported (use tools).");
-  if (const json* rf = field(body, "response_format")) {
-    if (!rf->is_object()) throw wrong_type("response_format", "an object", *rf);
-    const json* type = field(*rf, "type");
-    if (type && *type != "text") throw invalid_value("response_format", "only {\"type\": \"text\"} is supported.");
-  }
 }
 
 std::string message_param(std::size_t index, const char* member) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "lamina/model/chat.h"
 #include "lamina/model/chat_template.h"
 #include "lamina/model/engine.h"
+#include "lamina/model/grammar.h"
 #include "tool_request.h"
 
 namespace lamina::serve {
@@ -50,7 +52,8 @@ struct ParsedRequest {
   model::ChatRenderOptions chat;
   ToolRequest tools;                         // chat: tools, tool_choice, parallel_tool_calls
   CompletionPrompt prompt;                   // completions
-  model::CompletionRequest completion;       // everything but the prompt ids
+  model::CompletionRequest completion;       // everything but the prompt ids and the constraint
+  std::shared_ptr<const model::Grammar> grammar;  // structured output (parse_output_grammar); null: free text
   bool seed_given = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

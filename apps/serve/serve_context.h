@@ -17,6 +17,7 @@
 #include "lamina/model/model.h"
 #include "metrics.h"
 #include "openai_request.h"
+#include "structured_output.h"
 #include "text_bound.h"
 #include "tool_request.h"
 
@@ -92,7 +93,8 @@ struct ServeContext {
         metrics(mt),
         options(std::move(o)),
         max_prompt_bytes(max_text_bytes(m.tokenizer(), e.n_ctx())),
-        tool_format(tools) {}
+        tool_format(tools),
+        grammar_vocabulary(m.tokenizer()) {}
 
   const model::Model& model;
   model::Engine& engine;
@@ -103,6 +105,7 @@ struct ServeContext {
   const std::size_t max_prompt_bytes;
   // How the chat template teaches the model to call tools; nullopt: tools are refused.
   const std::optional<model::ToolCallFormat> tool_format;
+  GrammarVocabularySource grammar_vocabulary;  // for structured outputs
   const int64_t started = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();

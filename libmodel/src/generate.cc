@@ -21,7 +21,7 @@ double ms_since(Clock::time_point start) {
 // The request the Engine would run for the same generation.
 CompletionRequest as_request(const std::vector<int32_t>& prompt_ids, const GenerateOptions& o) {
   return {.prompt_ids = prompt_ids, .max_tokens = o.n_predict, .sampling = o.sampling, .stop = o.stop,
-          .stop_at_eog = o.stop_at_eog, .skip_special_tokens = o.skip_special_tokens};
+          .stop_at_eog = o.stop_at_eog, .skip_special_tokens = o.skip_special_tokens, .top_logprobs = -1, .constraint = o.constraint};
 }
 
 }  // namespace

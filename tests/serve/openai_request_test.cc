@@ -6,6 +6,7 @@
 #include "api_error.h"
 #include "json_body.h"
 #include "openai_request.h"
+#include "structured_output.h"
 
 namespace lamina::serve {
 namespace {
@@ -22,10 +23,11 @@ ParsedRequest parse_text(const std::string& body, const RequestDefaults& d = {})
   return parse_completion_request(parse_json_body(body), Endpoint::Completions, d, kRandomSeed);
 }
 
-// The error a chat body is refused with (fails the test when it is accepted).
-ApiError chat_error(const std::string& body) {
+// The error `parse` refuses a body with (fails the test when it is accepted).
+template <class Parse>
+ApiError refusal(Parse parse, const std::string& body) {
   try {
-    parse_chat(body);
+    parse(body);
   } catch (const ApiError& e) {
     return e;
   }
@@ -33,15 +35,8 @@ ApiError chat_error(const std::string& body) {
   return ApiError(0, "accepted");
 }
 
-ApiError text_error(const std::string& body) {
-  try {
-    parse_text(body);
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "accepted: " << body;
-  return ApiError(0, "accepted");
-}
+ApiError chat_error(const std::string& body) { return refusal([](const std::string& b) { parse_chat(b); }, body); }
+ApiError text_error(const std::string& body) { return refusal([](const std::string& b) { parse_text(b); }, body); }
 
 const std::string kUser = R"("messages": [{"role": "user", "content": "Hi"}])";
 
@@ -193,7 +188,6 @@ TEST(OpenAiRequest, UnsupportedFeaturesAreRefusedOnlyWhenUsed) {
   EXPECT_EQ(chat_error("{" + kUser + R"(, "tools": {"type": "function"}})").param(), "tools");
   EXPECT_EQ(chat_error("{" + kUser + R"(, "tools": ["search"]})").param(), "tools[0]");
   EXPECT_EQ(chat_error("{" + kUser + R"(, "functions": [{"name": "f"}]})").param(), "functions");
-  EXPECT_EQ(chat_error("{" + kUser + R"(, "response_format": {"type": "json_object"}})").param(), "response_format");
   EXPECT_EQ(text_error(R"({"prompt": "x", "echo": true})").param(), "echo");
   EXPECT_EQ(text_error(R"({"prompt": "x", "best_of": 3})").param(), "best_of");
   EXPECT_EQ(text_error(R"({"prompt": "x", "suffix": "y"})").param(), "suffix");
@@ -294,6 +288,53 @@ TEST(OpenAiRequest, DeepNestingIsRefusedCheaply) {
     EXPECT_EQ(e.status(), 400);
   }
   EXPECT_NO_THROW(parse_json_body("{\"a\":" + std::string(40, '[') + std::string(40, ']') + "}"));
+}
+
+}  // namespace
+}  // namespace lamina::serve
+
+namespace lamina::serve {
+namespace {
+
+std::shared_ptr<const model::Grammar> grammar_of(const std::string& body) {
+  return parse_output_grammar(parse_json_body(body), body);
+}
+
+ApiError grammar_error(const std::string& body) {
+  return refusal([](const std::string& b) { grammar_of(b); }, body);
+}
+
+TEST(OpenAiRequest, StructuredOutputsCompileTheirGrammar) {
+  EXPECT_EQ(grammar_of("{" + kUser + R"(, "response_format": {"type": "text"}})"), nullptr);
+  EXPECT_EQ(grammar_of("{" + kUser + "}"), nullptr);
+  EXPECT_NE(grammar_of("{" + kUser + R"(, "response_format": {"type": "json_object"}})"), nullptr);
+  EXPECT_NE(grammar_of("{" + kUser + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
+      "strict": true, "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+      "additionalProperties": false}}}})"), nullptr);
+  EXPECT_NE(grammar_of(R"({"prompt": "x", "json_schema": {"type": "array", "items": {"enum": [1, 2]}}})"), nullptr);
+  EXPECT_NE(grammar_of(R"({"prompt": "x", "grammar": "root ::= \"yes\" | \"no\""})"), nullptr);
+  EXPECT_EQ(grammar_of(R"({"prompt": "x", "grammar": ""})"), nullptr);
+}
+
+TEST(OpenAiRequest, BadSchemasAndGrammarsAreRefusedWithTheirField) {
+  const ApiError impossible = grammar_error("{" + kUser + R"(, "response_format": {"type": "json_schema",
+      "json_schema": {"name": "p", "schema": {"type": "array", "minItems": 2, "maxItems": 1}}}})");
+  EXPECT_EQ(impossible.status(), 400);
+  EXPECT_EQ(impossible.param(), "response_format.json_schema.schema");
+  EXPECT_NE(std::string(impossible.what()).find("maxItems is below minItems"), std::string::npos) << impossible.what();
+  EXPECT_EQ(grammar_error("{" + kUser + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
+      "strict": true, "schema": {"type": "object", "properties": {"a": {}}}}}})").param(),
+            "response_format.json_schema.schema");
+  EXPECT_EQ(grammar_error("{" + kUser + R"(, "response_format": {"type": "yaml"}})").param(), "response_format.type");
+  EXPECT_EQ(grammar_error("{" + kUser + R"(, "response_format": {"type": "json_schema"}})").param(),
+            "response_format.json_schema");
+  EXPECT_EQ(grammar_error(R"({"prompt": "x", "json_schema": {"type": "string", "format": "ipv6"}})").param(),
+            "json_schema");
+  const ApiError gbnf = grammar_error(R"({"prompt": "x", "grammar": "root ::= item\n"})");
+  EXPECT_EQ(gbnf.param(), "grammar");
+  EXPECT_NE(std::string(gbnf.what()).find("line 1, column 10"), std::string::npos) << gbnf.what();
+  EXPECT_EQ(grammar_error(R"({"prompt": "x", "grammar": "root ::= \"a\"", "json_schema": {}})").param(), "grammar");
+  EXPECT_EQ(grammar_error(R"({"prompt": "x", "grammar": 5})").code(), "invalid_type");
 }
 
 }  // namespace

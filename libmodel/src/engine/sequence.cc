@@ -28,6 +28,9 @@ void check_request(const CompletionRequest& request, uint32_t n_ctx, uint32_t n_
       throw std::invalid_argument("prompt token " + std::to_string(i) + " has id " + std::to_string(id) +
                                   ", outside the vocabulary (" + std::to_string(n_vocab) + ")");
   }
+  if (request.constraint && request.constraint->n_vocab() != static_cast<int32_t>(n_vocab))
+    throw std::invalid_argument("the grammar constraint was built for " + std::to_string(request.constraint->n_vocab()) +
+                                " tokens; the model has " + std::to_string(n_vocab));
   if (request.top_logprobs > kMaxTopLogprobs)
     throw std::invalid_argument("top_logprobs is " + std::to_string(request.top_logprobs) + "; at most " +
                                 std::to_string(kMaxTopLogprobs));
@@ -42,6 +45,7 @@ Sequence::Sequence(Engine::RequestId id, CompletionRequest request, CompletionCa
       submitted_(submitted) {
   // The penalties see the prompt, as in the generation loop.
   for (int32_t token : request_.prompt_ids) sampler_.accept(token);
+  if (request_.constraint) matcher_.emplace(request_.constraint);
 }
 
 void Sequence::admit(uint32_t slot, uint32_t cached, Clock::time_point now) {
@@ -58,6 +62,10 @@ int32_t Sequence::token_at(uint32_t pos) const {
 }
 
 void Sequence::on_logits(std::span<float> logits, const Tokenizer& tokenizer, uint32_t n_ctx) {
+  if (matcher_ && matcher_->mask_logits(logits) == 0) {
+    finish(FinishReason::Error, "no token of the vocabulary continues the grammar here");
+    return;
+  }
   take(sampler_.sample(logits), logits, tokenizer, n_ctx);
 }
 
@@ -78,10 +86,17 @@ void Sequence::take(int32_t id, std::span<const float> logits, const Tokenizer& 
   event.id = id;
   event.chosen.id = id;
   if (request_.top_logprobs >= 0 && !logits.empty()) fill_logprobs(logits, id, event);
+  if (matcher_ && !matcher_->accept(id)) {
+    finish(FinishReason::Error, "token " + std::to_string(id) + " does not continue the grammar");
+    return;
+  }
   generated_.push_back(id);
   sampler_.accept(id);
   if (text_gen_->append(id, text_)) {
     finish(FinishReason::StopString);
+  } else if (matcher_ && matcher_->must_end()) {
+    // Only an end token could follow: end now rather than decode it.
+    end(FinishReason::EndOfGeneration);
   } else if (request_.max_tokens >= 0 && generated_.size() >= static_cast<std::size_t>(request_.max_tokens)) {
     end(FinishReason::Length);
   } else if (n_fed_ >= n_ctx) {
@@ -114,7 +129,11 @@ void Sequence::fill_logprobs(std::span<const float> logits, int32_t chosen, Toke
                       return la > lb || (la == lb && a < b);
                     });
   event.top.reserve(n_top);
-  for (std::size_t i = 0; i < n_top; ++i) event.top.push_back({order_[i], logprob(order_[i])});
+  for (std::size_t i = 0; i < n_top; ++i) {
+    // Tokens a grammar ruled out (-infinity) are no alternatives.
+    if (std::isinf(logits[static_cast<std::size_t>(order_[i])])) break;
+    event.top.push_back({order_[i], logprob(order_[i])});
+  }
 }
 
 // Sends the token with the text that became safe to show; the last token of

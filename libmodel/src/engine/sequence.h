@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lamina/model/engine.h"
+#include "lamina/model/grammar.h"
 #include "lamina/model/sampler.h"
 #include "lamina/model/tokenizer.h"
 #include "generated_text.h"
@@ -57,7 +58,7 @@ class Sequence {
   // True when the next token is the plain argmax and no log-probabilities
   // are wanted: the forward pass may pick it (decode_greedy) and on_argmax
   // takes it instead of on_logits.
-  bool needs_only_argmax() const { return sampler_.picks_argmax() && request_.top_logprobs < 0; }
+  bool needs_only_argmax() const { return sampler_.picks_argmax() && request_.top_logprobs < 0 && !matcher_; }
   void on_argmax(int32_t id, const Tokenizer& tokenizer, uint32_t n_ctx);
 
   // Ends the request (the first reason given wins); on_done runs in report().
@@ -78,6 +79,7 @@ class Sequence {
   CompletionRequest request_;
   CompletionCallbacks callbacks_;
   Sampler sampler_;
+  std::optional<GrammarMatcher> matcher_;  // when the request has a constraint
   std::optional<GeneratedText> text_gen_;  // made with the tokenizer at the first token
   Clock::time_point submitted_;
 

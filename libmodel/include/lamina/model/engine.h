@@ -23,6 +23,8 @@
 
 namespace lamina::model {
 
+class TokenConstraint;
+
 // The Engine constructor throws std::invalid_argument when max_step_tokens is
 // below the number of slots (every decoding sequence gets a token each step)
 // or prefill_chunk is 0.
@@ -41,6 +43,9 @@ struct LAMINA_MODEL_API CompletionRequest {
   bool stop_at_eog = true;
   bool skip_special_tokens = true;  // the text leaves out special tokens (Hugging Face's decode option)
   int32_t top_logprobs = -1;        // < 0: no log-probabilities; 0..20: the chosen token's and that many alternatives
+  // When set, only tokens that keep the text inside the grammar are sampled,
+  // and the request ends where the grammar must (lamina/model/grammar.h).
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 inline constexpr int32_t kMaxTopLogprobs = 20;

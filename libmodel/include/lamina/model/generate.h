@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,7 @@ struct LAMINA_MODEL_API GenerateOptions {
   bool skip_special_tokens = true;  // the text leaves out special tokens (Hugging Face's decode option)
   bool want_prompt_logits = false;  // keep the logits of every prompt position
   uint32_t seq = 0;                 // KV cache slot to use
+  std::shared_ptr<TokenConstraint> constraint;  // structured output (lamina/model/grammar.h); null: free text
 };
 
 struct LAMINA_MODEL_API GenerateResult {

@@ -1,0 +1,26 @@
+// Internal: JSON schemas compiled to GBNF.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "lamina/model/grammar.h"
+
+namespace lamina::model::grammar {
+
+// Throws GrammarError naming the JSON pointer of an unsupported keyword or an
+// impossible constraint.
+std::string compile_json_schema(std::string_view schema, const JsonSchemaOptions& options);
+
+// `text` as a GBNF string literal.
+std::string gbnf_literal(const std::string& text);
+
+// Any JSON object, as GBNF (rule `root`).
+const std::string& json_object_gbnf();
+
+// The GBNF of a regular expression's language inside a JSON string (the
+// subset: literals, escapes \d \w \s, classes, groups, |, . and the
+// quantifiers * + ? {m,n}; anchored at both ends). Throws GrammarError.
+std::string regex_to_gbnf(std::string_view pattern, const std::string& where);
+
+}  // namespace lamina::model::grammar

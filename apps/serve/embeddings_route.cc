@@ -42,6 +42,7 @@ std::vector<int32_t> token_array(const ServeContext& ctx, const json& ids, const
 
 std::vector<int32_t> text_ids(const ServeContext& ctx, const json& text, const std::string& param) {
   const std::string& s = text.get_ref<const std::string&>();
+  if (s.empty()) throw invalid_input(param, "the input is empty.");
   if (s.size() > ctx.max_prompt_bytes)
     throw bad_request("This model's maximum context length is " + std::to_string(ctx.engine.n_ctx()) +
                           " tokens; '" + param + "' is longer.",

@@ -66,7 +66,8 @@ test('n = 3 streamed (chat): per-choice deltas reassemble to the non-streamed ch
   }
   const usage = chunks.at(-1);
   assert.deepEqual(usage.choices, []);
-  assert.deepEqual(usage.usage, whole.usage);
+  // The second run may find the prompt in the prefix cache: only cached_tokens may differ.
+  for (const key of ['prompt_tokens', 'completion_tokens', 'total_tokens']) assert.equal(usage.usage[key], whole.usage[key]);
 });
 
 test('n above the slots or 16 is a clear 400', async () => {
@@ -84,7 +85,11 @@ test('logit_bias: +100 forces a token, -100 forbids it', async () => {
   });
   const piece = (await postJson('/detokenize', { tokens: [300] })).content;
   assert.equal(forced.usage.completion_tokens, 6);
-  assert.deepEqual(forced.choices[0].logprobs.tokens, Array(6).fill(piece));
+  // The piece as the completion shows it (detokenize drops a first token's leading space).
+  const shown = forced.choices[0].logprobs.tokens;
+  assert.deepEqual(shown, Array(6).fill(shown[0]));
+  assert.ok(piece.length > 0);
+  assert.equal(shown[0].trim(), piece.trim());
   for (const lp of forced.choices[0].logprobs.token_logprobs) assert.ok(lp > -1e-3, `forced logprob ${lp}`);
 
   // The greedy first token, found by its id, then forbidden.

@@ -1,22 +1,11 @@
-// n > 1 choices and logit_bias through the official openai client.
-import { test, before, after } from 'node:test';
+// n > 1 choices and logit_bias through the official openai suite.client.
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startServer } from './server.mjs';
+import { serverForTests } from './server.mjs';
 
 const MODEL = 'stories260K';
-let server;
-let client;
-
-before(async () => {
-  server = await startServer(['--parallel', '4']);
-  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-checked', maxRetries: 0 });
-});
-
-after(async () => {
-  const { code } = await server.stop();
-  assert.equal(code, 0, `exit code after SIGTERM; log:\n${server.log()}`);
-});
+const suite = serverForTests(['--parallel', '4']);
 
 const prompt = 'Once upon a time, there was a little';
 const messages = [{ role: 'user', content: 'Tell me a story about a dog.' }];
@@ -29,11 +18,11 @@ async function collect(streamPromise) {
 
 test('n = 3: three choices, each the single request with seed + i; the prompt counted once', async () => {
   const request = { model: MODEL, prompt, max_tokens: 10, temperature: 1, seed: 77 };
-  const r = await client.completions.create({ ...request, n: 3 });
+  const r = await suite.client.completions.create({ ...request, n: 3 });
   assert.equal(r.choices.length, 3);
   assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
   const singles = [];
-  for (let i = 0; i < 3; i++) singles.push(await client.completions.create({ ...request, seed: 77 + i }));
+  for (let i = 0; i < 3; i++) singles.push(await suite.client.completions.create({ ...request, seed: 77 + i }));
   for (let i = 0; i < 3; i++) assert.equal(r.choices[i].text, singles[i].choices[0].text, `choice ${i}`);
   assert.equal(r.usage.prompt_tokens, singles[0].usage.prompt_tokens);
   const completion = singles.reduce((sum, s) => sum + s.usage.completion_tokens, 0);
@@ -44,10 +33,10 @@ test('n = 3: three choices, each the single request with seed + i; the prompt co
 
 test('n = 3 streamed (chat): per-choice deltas reassemble to the non-streamed choices', async () => {
   const request = { model: MODEL, messages, max_tokens: 12, temperature: 1, seed: 5, n: 3 };
-  const whole = await client.chat.completions.create(request);
+  const whole = await suite.client.chat.completions.create(request);
   assert.equal(whole.choices.length, 3);
   const chunks = await collect(
-    client.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } }),
+    suite.client.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } }),
   );
   const texts = ['', '', ''];
   const roles = [0, 0, 0];
@@ -73,14 +62,14 @@ test('n = 3 streamed (chat): per-choice deltas reassemble to the non-streamed ch
 test('n above the slots or 16 is a clear 400', async () => {
   for (const n of [5, 17]) {
     await assert.rejects(
-      client.completions.create({ model: MODEL, prompt, n, max_tokens: 2 }),
+      suite.client.completions.create({ model: MODEL, prompt, n, max_tokens: 2 }),
       (e) => e instanceof OpenAI.BadRequestError && e.param === 'n',
     );
   }
 });
 
 test('logit_bias: +100 forces a token, -100 forbids it', async () => {
-  const forced = await client.completions.create({
+  const forced = await suite.client.completions.create({
     model: MODEL, prompt, max_tokens: 6, temperature: 1, seed: 3, logit_bias: { 300: 100 }, logprobs: 1,
   });
   const piece = (await postJson('/detokenize', { tokens: [300] })).content;
@@ -93,12 +82,12 @@ test('logit_bias: +100 forces a token, -100 forbids it', async () => {
   for (const lp of forced.choices[0].logprobs.token_logprobs) assert.ok(lp > -1e-3, `forced logprob ${lp}`);
 
   // The greedy first token, found by its id, then forbidden.
-  const greedy = await client.completions.create({ model: MODEL, prompt, max_tokens: 1, temperature: 0 });
+  const greedy = await suite.client.completions.create({ model: MODEL, prompt, max_tokens: 1, temperature: 0 });
   const text = greedy.choices[0].text;
   const pieces = (await postJson('/tokenize', { content: prompt + text, add_special: false, with_pieces: true })).tokens;
   const first = pieces.at(-1);
   assert.equal(first.piece, text, `the prompt and its greedy token re-tokenize to ${JSON.stringify(pieces)}`);
-  const avoided = await client.completions.create({
+  const avoided = await suite.client.completions.create({
     model: MODEL, prompt, max_tokens: 4, temperature: 0, logprobs: 1, logit_bias: { [first.id]: -100 },
   });
   for (const t of avoided.choices[0].logprobs.tokens) assert.notEqual(t, first.piece);
@@ -107,14 +96,14 @@ test('logit_bias: +100 forces a token, -100 forbids it', async () => {
 test('logit_bias naming a token outside the vocabulary or out of range is a clear 400', async () => {
   for (const bias of [{ 99999999: 1 }, { 1: 150 }, { abc: 1 }]) {
     await assert.rejects(
-      client.completions.create({ model: MODEL, prompt, max_tokens: 1, logit_bias: bias }),
+      suite.client.completions.create({ model: MODEL, prompt, max_tokens: 1, logit_bias: bias }),
       (e) => e instanceof OpenAI.BadRequestError && /logit_bias/.test(e.message + e.param),
     );
   }
 });
 
 async function postJson(path, body) {
-  const r = await fetch(`${server.url}${path}`, {
+  const r = await fetch(`${suite.server.url}${path}`, {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
   });
   assert.equal(r.status, 200, path);

@@ -1,30 +1,19 @@
 // /v1/embeddings through the official openai client: float and base64
 // shapes agree, vectors are unit length, an input's vector does not depend
 // on the inputs beside it, and bad input is a clear 400.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startServer } from './server.mjs';
+import { serverForTests } from './server.mjs';
 
 const MODEL = 'stories260K';
-let server;
-let client;
-
-before(async () => {
-  server = await startServer(['--parallel', '2']);
-  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-checked', maxRetries: 0 });
-});
-
-after(async () => {
-  const { code } = await server.stop();
-  assert.equal(code, 0, `exit code after SIGTERM; log:\n${server.log()}`);
-});
+const suite = serverForTests(['--parallel', '2']);
 
 const texts = ['The cat sat on the mat.', 'Once upon a time there was a big tree.', 'The cat sat on the mat.'];
 
 // The raw response, without the client's own base64 decoding.
 async function raw(body) {
-  const r = await fetch(`${server.url}/v1/embeddings`, {
+  const r = await fetch(`${suite.server.url}/v1/embeddings`, {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
   });
   return { status: r.status, body: await r.json() };
@@ -40,7 +29,7 @@ function decodeBase64(s) {
 const dot = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0);
 
 test('embeddings: floats, unit length, usage, identical texts have cosine 1', async () => {
-  const r = await client.embeddings.create({ model: MODEL, input: texts, encoding_format: 'float' });
+  const r = await suite.client.embeddings.create({ model: MODEL, input: texts, encoding_format: 'float' });
   assert.equal(r.object, 'list');
   assert.equal(r.model, MODEL);
   assert.equal(r.data.length, 3);
@@ -68,7 +57,7 @@ test('embeddings: base64 (little-endian f32) decodes to the float vectors, bit f
     assert.deepEqual(decoded, expected);
   }
   // The client asks for base64 by default and decodes it itself.
-  const viaClient = await client.embeddings.create({ model: MODEL, input: texts[1] });
+  const viaClient = await suite.client.embeddings.create({ model: MODEL, input: texts[1] });
   assert.deepEqual(viaClient.data[0].embedding, decodeBase64(packed.body.data[1].embedding));
 });
 
@@ -76,7 +65,7 @@ test('embeddings: an input alone equals the same input in a batch; token arrays 
   const batch = await raw({ input: texts, encoding_format: 'base64' });
   const alone = await raw({ input: texts[1], encoding_format: 'base64' });
   assert.equal(alone.body.data[0].embedding, batch.body.data[1].embedding);
-  const ids = (await (await fetch(`${server.url}/tokenize`, {
+  const ids = (await (await fetch(`${suite.server.url}/tokenize`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ content: texts[1], add_special: true, parse_special: false }),
   })).json()).tokens;

@@ -8,7 +8,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include <unistd.h>
+
 #include "engine_test_util.h"
+#include "lamina/gguf/writer.h"
 #include "lamina/model/embedding.h"
 
 namespace lamina::model::engine_test {
@@ -111,6 +114,35 @@ TEST(EngineEmbedding, HiddenStatesLeaveTheCacheAsDecodeDoes) {
   const std::vector<float> la(next_a.begin(), next_a.end());
   const std::span<const float> lb = b.decode(std::span(&next, 1));
   EXPECT_TRUE(std::equal(la.begin(), la.end(), lb.begin(), lb.end()));
+}
+
+// The test model with `<arch>.pooling_type` set to `value` (of `type`).
+std::unique_ptr<Model> with_pooling_type(const gguf::Value& value) {
+  const gguf::GgufFile& file = shared_model()->file();
+  gguf::GgufWriter writer;
+  writer.copy_metadata_from(file);
+  writer.set(file.get_string("general.architecture") + ".pooling_type", value);
+  for (const gguf::TensorInfo& t : file.tensors()) writer.add_tensor_view(t.name, t.type, t.shape(), t.data);
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("lamina-pooling-" + std::to_string(getpid()) + ".gguf");
+  writer.write_file(path);
+  auto model = Model::load(path);
+  std::filesystem::remove(path);
+  return model;
+}
+
+TEST(EngineEmbedding, PoolingComesFromTheGgufKey) {
+  LAMINA_REQUIRE_MODEL();
+  EXPECT_EQ(pooling_of(model), std::nullopt);  // the test model names none
+  EXPECT_EQ(pooling_of(*with_pooling_type(gguf::Value::u32(0))), std::nullopt);
+  EXPECT_EQ(pooling_of(*with_pooling_type(gguf::Value::u32(1))), Pooling::Mean);
+  EXPECT_EQ(pooling_of(*with_pooling_type(gguf::Value::u32(2))), Pooling::First);
+  EXPECT_EQ(pooling_of(*with_pooling_type(gguf::Value::u32(3))), Pooling::Last);
+  EXPECT_THROW(pooling_of(*with_pooling_type(gguf::Value::u32(4))), ModelError);          // rank
+  EXPECT_THROW(pooling_of(*with_pooling_type(gguf::Value::string("mean"))), ModelError);  // not a number
+  for (const Pooling p : {Pooling::Last, Pooling::Mean, Pooling::First})
+    EXPECT_EQ(pooling_by_name(pooling_name(p)), p);
+  EXPECT_EQ(pooling_by_name("cls"), std::nullopt);
 }
 
 TEST(EngineEmbedding, BadRequestsAreRefused) {

@@ -1,6 +1,8 @@
 #include "run_flags.h"
 
 #include <array>
+#include <cmath>
+#include <vector>
 #include <stdexcept>
 #include <utility>
 
@@ -76,6 +78,30 @@ void add_sampling_flags(CLI::App& app, model::SamplerOptions& s, bool server_def
   app.add_option("--frequency-penalty", s.frequency_penalty, "frequency penalty (0: off)");
   app.add_option("--repeat-last-n", s.repeat_last_n, "tokens the penalties look back at (-1: all)")
       ->check(CLI::Range(-1, 1 << 30));
+  // llama.cpp's spelling: TOKEN_ID followed by a signed bias, e.g. 15043+1 or 2-100.
+  app.add_option_function<std::vector<std::string>>(
+         "--logit-bias",
+         [&s](const std::vector<std::string>& items) {
+           for (const std::string& item : items) s.logit_bias.push_back(parse_logit_bias(item));
+         },
+         "add a bias to a token's logit: ID+BIAS or ID-BIAS, -100 to 100 (repeatable; -100 bans, +100 forces)")
+      ->type_name("ID(+|-)BIAS");
+}
+
+model::TokenBias parse_logit_bias(const std::string& item) {
+  const std::size_t sign = item.find_first_of("+-");
+  const auto fail = [&] {
+    return CLI::ValidationError("--logit-bias", "'" + item + "' is not TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1)");
+  };
+  if (sign == 0 || sign == std::string::npos || item.find_first_not_of("0123456789") != sign) throw fail();
+  try {
+    std::size_t used = 0;
+    const float bias = std::stof(item.substr(sign), &used);
+    if (used != item.size() - sign || !(std::abs(bias) <= model::kMaxLogitBias)) throw fail();
+    return {std::stoi(item.substr(0, sign)), bias};
+  } catch (const std::logic_error&) {
+    throw fail();
+  }
 }
 
 void add_chat_template_flag(CLI::App& app, std::string& family) {

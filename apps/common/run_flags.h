@@ -53,6 +53,8 @@ model::Device device(const RunFlags& flags);
 // --repeat-last-n. A server's flags are the defaults of what a request leaves
 // out, with the API's range of temperatures.
 void add_sampling_flags(CLI::App& app, model::SamplerOptions& sampling, bool server_defaults = false);
+// One --logit-bias value (ID+BIAS or ID-BIAS); throws CLI::ValidationError.
+model::TokenBias parse_logit_bias(const std::string& item);
 
 // --chat-template: a built-in chat family instead of the model's template.
 void add_chat_template_flag(CLI::App& app, std::string& family);

@@ -2,6 +2,9 @@
 // and queue on the engine, then answer once the request ends or stream its
 // tokens as Server-Sent Events.
 #include <chrono>
+#include <span>
+#include <string>
+#include <vector>
 #include <memory>
 #include <stdexcept>
 
@@ -79,10 +82,14 @@ std::vector<int32_t> prompt_ids(const ServeContext& ctx, const ParsedRequest& r)
   return ids;
 }
 
-void note_result(RequestRecord& rec, const model::CompletionResult& r) {
+// The request's record from its choices: the prompt once, the completions summed,
+// the first choice's finish and time to first token.
+void note_result(RequestRecord& rec, std::span<const model::CompletionResult> choices) {
+  const model::CompletionResult& r = choices.front();
   rec.prompt_tokens = r.prompt_tokens;
   rec.cached_tokens = r.cached_prompt_tokens;
-  rec.generated_tokens = static_cast<uint32_t>(r.generated_ids.size());
+  rec.generated_tokens = 0;
+  for (const model::CompletionResult& c : choices) rec.generated_tokens += static_cast<uint32_t>(c.generated_ids.size());
   rec.finish = model::finish_reason_name(r.finish);
   rec.first_token_ms = r.generated_ids.empty() ? -1.0 : r.first_token_ms;
 }
@@ -113,16 +120,45 @@ struct RunningCompletion::State {
   // this request or the request sees the shutdown.
   InFlightGuard guard;
   RequestRecord& record;
-  std::shared_ptr<CompletionChannel> channel;
-  model::Engine::RequestId id = 0;
+  // One per choice (n of them): sample i of the prompt, seeded seed + i.
+  struct Choice {
+    std::shared_ptr<CompletionChannel> channel;
+    model::Engine::RequestId id = 0;
+    std::optional<StreamEncoder> encoder;   // when streamed
+    std::optional<ToolCallReply> tools;     // when tools were offered: the output is split into calls
+    std::vector<model::TokenEvent> tokens;  // not streamed: kept for the log-probabilities
+    std::optional<model::CompletionResult> result;
+  };
+  std::vector<Choice> choices;
   ResponseMeta meta;
   bool logprobs = false;
-  std::optional<StreamEncoder> encoder;   // when streamed
-  std::optional<ToolCallReply> tools;     // when tools were offered: the output is split into calls
-  std::vector<model::TokenEvent> tokens;  // not streamed: kept for the log-probabilities
+  bool streamed = false;
   bool stream_started = false;
   bool ended = false;
+
+  // Every choice's result once all have ended, the first failure else.
+  bool all_done() const;
+  std::optional<model::CompletionResult> first_failure() const;
+  std::vector<model::CompletionResult> results() const;
 };
+
+bool RunningCompletion::State::all_done() const {
+  for (const Choice& c : choices)
+    if (!c.result) return false;
+  return true;
+}
+
+std::optional<model::CompletionResult> RunningCompletion::State::first_failure() const {
+  for (const Choice& c : choices)
+    if (c.result && !succeeded(*c.result)) return c.result;
+  return std::nullopt;
+}
+
+std::vector<model::CompletionResult> RunningCompletion::State::results() const {
+  std::vector<model::CompletionResult> out;
+  for (const Choice& c : choices) out.push_back(*c.result);
+  return out;
+}
 
 RunningCompletion::RunningCompletion(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
@@ -143,53 +179,84 @@ std::unique_ptr<RunningCompletion> RunningCompletion::start(ServeContext& ctx, E
                    "model_not_found");
   if (endpoint == Endpoint::ChatCompletions) constrain_tool_choice(parsed.tools, ctx.tool_format, parsed.completion);
   parsed.completion.prompt_ids = prompt_ids(ctx, parsed);
-  if (parsed.grammar) parsed.completion.constraint = ctx.grammar_vocabulary.constraint(parsed.grammar);
+  const uint32_t n_slots = ctx.engine.stats().n_slots;
+  if (parsed.n > n_slots)
+    throw bad_request("Invalid value for 'n': " + std::to_string(parsed.n) + " choices, but this server runs at most " +
+                          std::to_string(n_slots) + " sequences at once (--parallel).",
+                      "n", "invalid_value");
 
   record.completion = true;
   record.stream = parsed.stream;
   record.prompt_tokens = static_cast<uint32_t>(parsed.completion.prompt_ids.size());
 
-  state->channel =
-      std::make_shared<CompletionChannel>(ctx.metrics, endpoint_label(endpoint), record.start, std::move(notify));
-  try {
-    state->id = ctx.engine.submit(std::move(parsed.completion), state->channel->callbacks());
-  } catch (const std::invalid_argument& e) {
-    throw bad_request(e.what());
+  // Submitted together, the choices share the prompt's computation (the
+  // engine copies its positions from the first); the RunningCompletion owns
+  // them from here, so a refusal below cancels those already queued.
+  auto running = std::unique_ptr<RunningCompletion>(new RunningCompletion(std::move(state)));
+  State& s = *running->state_;
+  s.choices.resize(parsed.n);
+  const uint64_t seed = parsed.completion.sampling.seed;
+  for (uint32_t i = 0; i < parsed.n; ++i) {
+    State::Choice& choice = s.choices[i];
+    choice.channel = std::make_shared<CompletionChannel>(ctx.metrics, endpoint_label(endpoint), record.start, notify);
+    model::CompletionRequest request = parsed.completion;
+    request.sampling.seed = seed + i;
+    // Each choice walks the grammar on its own.
+    if (parsed.grammar) request.constraint = ctx.grammar_vocabulary.constraint(parsed.grammar);
+    if (parsed.tools.offered()) choice.tools.emplace(*ctx.tool_format, parsed.tools.parallel, ctx.random.next());
+    try {
+      choice.id = ctx.engine.submit(std::move(request), choice.channel->callbacks());
+    } catch (const std::invalid_argument& e) {
+      throw bad_request(e.what());
+    }
+    if (choice.id == 0) {
+      if (ctx.draining.load()) throw shutting_down();
+      ctx.metrics.count_rejected();
+      throw ApiError(429, "The server is busy: every sequence slot is taken and the queue is full. Try again later.",
+                     "rate_limit_error", {}, "queue_full");
+    }
   }
-  if (state->id == 0) {
-    if (ctx.draining.load()) throw shutting_down();
-    ctx.metrics.count_rejected();
-    throw ApiError(429, "The server is busy: every sequence slot is taken and the queue is full. Try again later.",
-                   "rate_limit_error", {}, "queue_full");
+  s.meta = ResponseMeta{endpoint, make_response_id(endpoint, ctx.random.next()), unix_now(), ctx.options.model_name,
+                        ctx.options.system_fingerprint};
+  s.logprobs = parsed.logprobs;
+  s.streamed = parsed.stream;
+  if (parsed.stream) {
+    for (uint32_t i = 0; i < parsed.n; ++i)
+      s.choices[i].encoder.emplace(s.meta, parsed.include_usage, parsed.logprobs ? &ctx.model.tokenizer() : nullptr,
+                                   i);
   }
-  state->meta = ResponseMeta{endpoint, make_response_id(endpoint, ctx.random.next()), unix_now(),
-                             ctx.options.model_name, ctx.options.system_fingerprint};
-  state->logprobs = parsed.logprobs;
-  if (parsed.tools.offered()) state->tools.emplace(*ctx.tool_format, parsed.tools.parallel, ctx.random.next());
-  if (parsed.stream)
-    state->encoder.emplace(state->meta, parsed.include_usage, parsed.logprobs ? &ctx.model.tokenizer() : nullptr);
-  return std::unique_ptr<RunningCompletion>(new RunningCompletion(std::move(state)));
+  return running;
 }
 
-bool RunningCompletion::streamed() const { return state_->encoder.has_value(); }
+bool RunningCompletion::streamed() const { return state_->streamed; }
 
 bool RunningCompletion::ended() const { return state_->ended; }
 
 std::optional<Reply> RunningCompletion::reply() {
   State& s = *state_;
-  CompletionChannel::Update u = s.channel->take();
-  if (s.logprobs) s.tokens.insert(s.tokens.end(), u.tokens.begin(), u.tokens.end());
-  if (!u.done) return std::nullopt;
-  s.ended = true;
-  note_result(s.record, *u.done);
-  if (!succeeded(*u.done)) {
-    s.record.error = failure(*u.done);
+  for (State::Choice& c : s.choices) {
+    CompletionChannel::Update u = c.channel->take();
+    if (s.logprobs) c.tokens.insert(c.tokens.end(), u.tokens.begin(), u.tokens.end());
+    if (u.done) c.result = std::move(u.done);
+  }
+  const std::optional<model::CompletionResult> failed = s.first_failure();
+  if (!failed && !s.all_done()) return std::nullopt;
+  if (failed) {
+    cancel();
+    note_result(s.record, std::span(&*failed, 1));
+    s.record.error = failure(*failed);
     return error_reply(*s.record.error);
   }
-  const ResponseJson lp =
-      s.logprobs ? logprobs_json(s.meta.endpoint, s.ctx.model.tokenizer(), s.tokens) : ResponseJson(nullptr);
-  ResponseJson response = completion_response(s.meta, *u.done, lp);
-  if (s.tools) s.tools->shape(response, *u.done);
+  s.ended = true;
+  const std::vector<model::CompletionResult> results = s.results();
+  note_result(s.record, results);
+  std::vector<ResponseJson> logprobs;
+  for (const State::Choice& c : s.choices)
+    logprobs.push_back(s.logprobs ? logprobs_json(s.meta.endpoint, s.ctx.model.tokenizer(), c.tokens)
+                                  : ResponseJson(nullptr));
+  ResponseJson response = completion_response(s.meta, results, logprobs);
+  for (std::size_t i = 0; i < s.choices.size(); ++i)
+    if (s.choices[i].tools) s.choices[i].tools->shape(response["choices"][i], results[i]);
   Reply r;
   r.body = dump_json(response);
   return r;
@@ -199,16 +266,27 @@ std::string RunningCompletion::events(bool& ended) {
   State& s = *state_;
   std::string out;
   if (!s.stream_started) {
-    out = s.encoder->start();
+    for (State::Choice& c : s.choices) out += c.encoder->start();
     s.stream_started = true;
   }
-  CompletionChannel::Update u = s.channel->take();
-  out += s.tools ? s.tools->tokens(*s.encoder, u.tokens) : s.encoder->tokens(u.tokens);
-  if (u.done) {
+  for (State::Choice& c : s.choices) {
+    if (c.result) continue;
+    CompletionChannel::Update u = c.channel->take();
+    out += c.tools ? c.tools->tokens(*c.encoder, u.tokens) : c.encoder->tokens(u.tokens);
+    if (!u.done) continue;
+    c.result = std::move(u.done);
+    if (succeeded(*c.result))
+      out += c.tools ? c.tools->finish(*c.encoder, *c.result) : c.encoder->finish_choice(*c.result);
+  }
+  if (const std::optional<model::CompletionResult> failed = s.first_failure()) {
+    cancel();
+    note_result(s.record, std::span(&*failed, 1));
+    out += s.choices.front().encoder->error(failure(*failed));
+  } else if (s.all_done()) {
     s.ended = true;
-    note_result(s.record, *u.done);
-    if (!succeeded(*u.done)) out += s.encoder->error(failure(*u.done));
-    else out += s.tools ? s.tools->finish(*s.encoder, *u.done) : s.encoder->finish(*u.done);
+    const std::vector<model::CompletionResult> results = s.results();
+    note_result(s.record, results);
+    out += s.choices.front().encoder->close(results);
   }
   ended = s.ended;
   return out;
@@ -216,8 +294,11 @@ std::string RunningCompletion::events(bool& ended) {
 
 void RunningCompletion::cancel() {
   State& s = *state_;
-  s.channel->abandon();
-  s.ctx.engine.cancel(s.id);
+  for (State::Choice& c : s.choices) {
+    if (!c.channel) continue;
+    c.channel->abandon();
+    if (c.id != 0) s.ctx.engine.cancel(c.id);
+  }
   s.ended = true;
 }
 

@@ -286,6 +286,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       switch (x.route.work) {
         case Work::Tokenize: r.reply = handle_tokenize(ctx, body); break;
         case Work::Detokenize: r.reply = handle_detokenize(ctx, body); break;
+        case Work::Embeddings: r.reply = handle_embeddings(ctx, body); break;
         case Work::ChatCompletions:
         case Work::Completions: {
           const Endpoint endpoint =

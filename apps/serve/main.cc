@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("!--no-prefix-cache", o.prefix_cache, "recompute every prompt instead of reusing a slot's prefix");
   apps::add_chat_template_flag(app, o.chat_template);
+  app.add_option("--pooling", o.pooling,
+                 "how /v1/embeddings pools a text's hidden states (default: the model's pooling_type, else last)")
+      ->check(CLI::IsMember({"last", "mean", "first"}));
   auto* key = app.add_option("--api-key", srv.api_key, "require 'Authorization: Bearer <key>' (not for /health)");
   app.add_option("--api-key-file", o.api_key_file, "read the API key from a file (keeps it out of the process list)")
       ->check(CLI::ExistingFile)

@@ -1,5 +1,6 @@
 #include "openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -108,15 +109,11 @@ std::vector<std::string> parse_stop(const json& body, std::size_t max_count) {
 // Fields of OpenAI's API this server does not implement: refused when they
 // ask for something other than the default, accepted (and ignored) otherwise.
 void refuse_unsupported(const json& body) {
-  if (const auto n = integer_field(body, "n", 1, std::numeric_limits<int32_t>::max()); n && *n != 1)
-    throw invalid_value("n", "only n = 1 is supported.");
   if (const auto b = integer_field(body, "best_of", 1, std::numeric_limits<int32_t>::max()); b && *b != 1)
-    throw invalid_value("best_of", "only best_of = 1 is supported.");
+    throw invalid_value("best_of", "only best_of = 1 is supported (use n for several choices).");
   if (bool_field(body, "echo").value_or(false)) throw invalid_value("echo", "echo is not supported.");
   if (const auto s = string_field(body, "suffix"); s && !s->empty())
     throw invalid_value("suffix", "suffix is not supported.");
-  if (const json* lb = field(body, "logit_bias"); lb && !(lb->is_object() && lb->empty()))
-    throw invalid_value("logit_bias", "logit_bias is not supported.");
   if (const json* f = field(body, "functions"); f && !(f->is_array() && f->empty()))
     throw invalid_value("functions", "functions is not supported (use tools).");
 }
@@ -225,6 +222,30 @@ model::SamplerOptions parse_sampling(const json& body, const model::SamplerOptio
   return s;
 }
 
+// {"token id": bias}: ids as decimal strings, biases from -100 to 100. The
+// engine checks the ids against the vocabulary.
+std::vector<model::TokenBias> parse_logit_bias(const json& body) {
+  const json* v = field(body, "logit_bias");
+  if (!v) return {};
+  if (!v->is_object()) throw wrong_type("logit_bias", "an object mapping token ids to biases", *v);
+  std::vector<model::TokenBias> out;
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    const std::string& key = it.key();
+    const std::string param = "logit_bias." + key;
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        key.find_first_not_of("0123456789") == std::string::npos;
+    const long long id = digits ? std::stoll(key) : -1;
+    if (id < 0 || id > std::numeric_limits<int32_t>::max())
+      throw invalid_value("logit_bias", "'" + key + "' is not a token id (a non-negative integer as a string).");
+    if (!it.value().is_number()) throw wrong_type(param, "a number", it.value());
+    const double bias = it.value().get<double>();
+    if (!std::isfinite(bias) || std::abs(bias) > model::kMaxLogitBias)
+      throw invalid_value(param, "expected a number from -100 to 100, got " + it.value().dump() + ".");
+    out.push_back({static_cast<int32_t>(id), static_cast<float>(bias)});
+  }
+  return out;
+}
+
 // Any JSON integer of int64 or uint64 range; negative seeds wrap, as OpenAI's are signed.
 std::optional<uint64_t> parse_seed(const json& body) {
   const json* v = field(body, "seed");
@@ -308,6 +329,8 @@ ParsedRequest parse_completion_request(const nlohmann::json& body, Endpoint endp
     r.prompt = parse_prompt(body);
   }
   r.completion.sampling = parse_sampling(body, defaults.sampling);
+  r.completion.sampling.logit_bias = parse_logit_bias(body);
+  if (const auto n = integer_field(body, "n", 1, std::max<uint32_t>(defaults.max_n, 1))) r.n = static_cast<uint32_t>(*n);
   const auto seed = parse_seed(body);
   r.seed_given = seed.has_value();
   r.completion.sampling.seed = seed.value_or(random_seed);

@@ -31,6 +31,7 @@ struct RequestDefaults {
   int32_t completion_max_tokens = 16;  // OpenAI's default for the legacy endpoint
   int32_t max_tokens_cap = 0;          // > 0: larger max_tokens are refused
   std::size_t max_stop_strings = 16;
+  uint32_t max_n = 16;                 // choices per request (n); the server also caps it at its slots
 
   static model::SamplerOptions openai_sampling();
 };
@@ -54,6 +55,9 @@ struct ParsedRequest {
   CompletionPrompt prompt;                   // completions
   model::CompletionRequest completion;       // everything but the prompt ids and the constraint
   std::shared_ptr<const model::Grammar> grammar;  // structured output (parse_output_grammar); null: free text
+  model::CompletionRequest completion;       // everything but the prompt ids
+  // Choices: n samples of the one prompt; sample i runs with seed + i.
+  uint32_t n = 1;
   bool seed_given = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

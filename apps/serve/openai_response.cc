@@ -69,12 +69,17 @@ std::string_view openai_finish_reason(model::FinishReason reason) {
   return cut ? "length" : "stop";
 }
 
-json usage_json(const model::CompletionResult& result) {
-  const auto completion = result.generated_ids.size();
-  return {{"prompt_tokens", result.prompt_tokens},
+json usage_json(const model::CompletionResult& result) { return usage_json(std::span(&result, 1)); }
+
+json usage_json(std::span<const model::CompletionResult> choices) {
+  std::size_t completion = 0;
+  for (const model::CompletionResult& c : choices) completion += c.generated_ids.size();
+  const uint32_t prompt = choices.empty() ? 0 : choices.front().prompt_tokens;
+  const uint32_t cached = choices.empty() ? 0 : choices.front().cached_prompt_tokens;
+  return {{"prompt_tokens", prompt},
           {"completion_tokens", completion},
-          {"total_tokens", result.prompt_tokens + completion},
-          {"prompt_tokens_details", {{"cached_tokens", result.cached_prompt_tokens}}}};
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
 json logprobs_json(Endpoint endpoint, const model::Tokenizer& tokenizer, std::span<const model::TokenEvent> tokens,
@@ -109,30 +114,40 @@ json logprobs_json(Endpoint endpoint, const model::Tokenizer& tokenizer, std::sp
 }
 
 json completion_response(const ResponseMeta& meta, const model::CompletionResult& result, const json& logprobs) {
-  json choice;
-  if (meta.endpoint == Endpoint::ChatCompletions) {
-    choice = {{"index", 0},
-              {"message", {{"role", "assistant"}, {"content", result.text}, {"refusal", nullptr}}},
-              {"logprobs", logprobs},
-              {"finish_reason", openai_finish_reason(result.finish)}};
-  } else {
-    choice = {{"text", result.text},
-              {"index", 0},
-              {"logprobs", logprobs},
-              {"finish_reason", openai_finish_reason(result.finish)}};
+  return completion_response(meta, std::span(&result, 1), std::span(&logprobs, 1));
+}
+
+json completion_response(const ResponseMeta& meta, std::span<const model::CompletionResult> results,
+                         std::span<const json> logprobs) {
+  json choices = json::array();
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const model::CompletionResult& result = results[i];
+    if (meta.endpoint == Endpoint::ChatCompletions) {
+      choices.push_back({{"index", i},
+                         {"message", {{"role", "assistant"}, {"content", result.text}, {"refusal", nullptr}}},
+                         {"logprobs", logprobs[i]},
+                         {"finish_reason", openai_finish_reason(result.finish)}});
+    } else {
+      choices.push_back({{"text", result.text},
+                         {"index", i},
+                         {"logprobs", logprobs[i]},
+                         {"finish_reason", openai_finish_reason(result.finish)}});
+    }
   }
   json response = response_head(meta, false);
-  response["choices"] = json::array({std::move(choice)});
-  response["usage"] = usage_json(result);
+  response["choices"] = std::move(choices);
+  response["usage"] = usage_json(results);
   return response;
 }
 
 std::string sse_event(const json& value) { return "data: " + dump_json(value) + "\n\n"; }
 
-StreamEncoder::StreamEncoder(ResponseMeta meta, bool include_usage, const model::Tokenizer* tokenizer)
-    : meta_(std::move(meta)), include_usage_(include_usage), tokenizer_(tokenizer) {}
+StreamEncoder::StreamEncoder(ResponseMeta meta, bool include_usage, const model::Tokenizer* tokenizer,
+                             std::size_t index)
+    : meta_(std::move(meta)), include_usage_(include_usage), tokenizer_(tokenizer), index_(index) {}
 
 json StreamEncoder::chunk(json choice) const {
+  choice["index"] = index_;
   json c = response_head(meta_, true);
   c["choices"] = json::array({std::move(choice)});
   if (include_usage_) c["usage"] = nullptr;
@@ -170,6 +185,10 @@ std::string StreamEncoder::delta(json delta, std::span<const model::TokenEvent> 
 }
 
 std::string StreamEncoder::finish(const model::CompletionResult& result, std::string_view finish_reason) {
+  return finish_choice(result, finish_reason) + close(std::span(&result, 1));
+}
+
+std::string StreamEncoder::finish_choice(const model::CompletionResult& result, std::string_view finish_reason) {
   const std::string_view reason = finish_reason.empty() ? openai_finish_reason(result.finish) : finish_reason;
   std::string out;
   // Text held back for a possible stop string that never completed (the
@@ -190,10 +209,15 @@ std::string StreamEncoder::finish(const model::CompletionResult& result, std::st
   } else {
     out += sse_event(chunk({{"text", ""}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason}}));
   }
+  return out;
+}
+
+std::string StreamEncoder::close(std::span<const model::CompletionResult> choices) {
+  std::string out;
   if (include_usage_) {
     json usage = response_head(meta_, true);
     usage["choices"] = json::array();
-    usage["usage"] = usage_json(result);
+    usage["usage"] = usage_json(choices);
     out += sse_event(usage);
   }
   out += kSseDone;

@@ -42,6 +42,9 @@ ResponseJson error_json(const ApiError& error);
 std::string_view openai_finish_reason(model::FinishReason reason);
 
 ResponseJson usage_json(const model::CompletionResult& result);
+// The usage of the n choices of one request: the prompt counted once, the
+// completions summed.
+ResponseJson usage_json(std::span<const model::CompletionResult> choices);
 
 // The "logprobs" member of a choice: {"content": [...]} for chat,
 // {"tokens", "token_logprobs", "top_logprobs", "text_offset"} for
@@ -52,20 +55,29 @@ ResponseJson logprobs_json(Endpoint endpoint, const model::Tokenizer& tokenizer,
 // The whole (non-streamed) response. `logprobs` is null when not asked for.
 ResponseJson completion_response(const ResponseMeta& meta, const model::CompletionResult& result,
                                    const ResponseJson& logprobs);
+// With n choices: choices[i] from results[i] and logprobs[i] (one each).
+ResponseJson completion_response(const ResponseMeta& meta, std::span<const model::CompletionResult> results,
+                                   std::span<const ResponseJson> logprobs);
 
 // The Server-Sent Events of one streamed response, in order: start(), then
 // tokens() as they come, then finish() or error(). Each returns the bytes to
-// send (possibly none).
+// send (possibly none). With n choices, one encoder per choice (`index`)
+// gives start(), tokens() and finish_choice(); then one of them close().
 class StreamEncoder {
  public:
   // `tokenizer` renders log-probabilities; null when they were not asked for.
-  StreamEncoder(ResponseMeta meta, bool include_usage, const model::Tokenizer* tokenizer);
+  StreamEncoder(ResponseMeta meta, bool include_usage, const model::Tokenizer* tokenizer, std::size_t index = 0);
 
   std::string start();
   std::string tokens(std::span<const model::TokenEvent> tokens);
   // `finish_reason` empty: the one `result` ended with.
   std::string finish(const model::CompletionResult& result, std::string_view finish_reason = {});
   std::string error(const ApiError& error);
+  // The end of this choice: what the text held back and the finish reason
+  // (`finish_reason` empty: the one `result` ended with).
+  std::string finish_choice(const model::CompletionResult& result, std::string_view finish_reason = {});
+  // The end of the stream: the usage of all choices (when asked for), [DONE].
+  std::string close(std::span<const model::CompletionResult> choices);
 
   // A chat chunk with this delta and the log-probabilities of `tokens` (none:
   // null), for replies whose text is reshaped before it is sent (tool calls).
@@ -78,6 +90,7 @@ class StreamEncoder {
   ResponseMeta meta_;
   bool include_usage_;
   const model::Tokenizer* tokenizer_;
+  std::size_t index_;
   std::size_t text_offset_ = 0;
 };
 

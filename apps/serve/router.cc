@@ -13,7 +13,7 @@ struct KnownRoute {
   Work work;
 };
 
-constexpr std::array<KnownRoute, 7> kRoutes{{
+constexpr std::array<KnownRoute, 8> kRoutes{{
     {"POST", "/v1/chat/completions", Work::ChatCompletions},
     {"POST", "/v1/completions", Work::Completions},
     {"GET", "/v1/models", Work::Models},
@@ -21,6 +21,7 @@ constexpr std::array<KnownRoute, 7> kRoutes{{
     {"GET", "/metrics", Work::Metrics},
     {"POST", "/tokenize", Work::Tokenize},
     {"POST", "/detokenize", Work::Detokenize},
+    {"POST", "/v1/embeddings", Work::Embeddings},
 }};
 constexpr std::string_view kModelPrefix = "/v1/models/";
 constexpr std::string_view kBearer = "Bearer ";
@@ -58,7 +59,7 @@ bool origin_allowed(const ServerOptions& options, std::string_view origin) {
 }  // namespace
 
 bool runs_on_worker(Work work) {
-  return work == Work::Tokenize || work == Work::Detokenize || work == Work::ChatCompletions ||
+  return work == Work::Tokenize || work == Work::Detokenize || work == Work::Embeddings || work == Work::ChatCompletions ||
          work == Work::Completions;
 }
 

@@ -21,6 +21,7 @@ enum class Work {
   Metrics,
   Tokenize,
   Detokenize,
+  Embeddings,
   ChatCompletions,
   Completions,
   Preflight,  // a CORS preflight (OPTIONS), answered at once

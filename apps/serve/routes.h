@@ -38,6 +38,8 @@ Reply handle_metrics(ServeContext& ctx);
 // POST /tokenize {"content"} -> {"tokens"}; POST /detokenize {"tokens"} -> {"content"}.
 Reply handle_tokenize(ServeContext& ctx, std::string_view body);
 Reply handle_detokenize(ServeContext& ctx, std::string_view body);
+// POST /v1/embeddings (OpenAI's shape); waits for the engine.
+Reply handle_embeddings(ServeContext& ctx, std::string_view body);
 
 class CompletionChannel;
 

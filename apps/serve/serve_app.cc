@@ -80,6 +80,10 @@ int run_server(AppOptions o) {
   Metrics metrics;
   ServerOptions so = o.server;
   so.model_name = o.alias;
+  if (!o.pooling.empty())
+    so.pooling = model::pooling_by_name(o.pooling).value();
+  else
+    so.pooling = model::pooling_of(*model).value_or(model::Pooling::Last);
   const bool on_gpu = forward->backend_name().starts_with("CUDA");
   so.system_fingerprint = std::string("lamina-") + LAMINA_VERSION + (on_gpu ? "-cuda" : "-cpu");
   const auto tool_format = o.chat_template.empty() ? tool_call_format_of(*model, chat) : std::nullopt;

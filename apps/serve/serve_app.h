@@ -19,6 +19,7 @@ struct AppOptions {
   uint32_t max_queue = 256;
   std::string chat_template;   // a built-in family instead of the model's template
   std::string api_key_file;
+  std::string pooling;         // of embeddings: "last", "mean" or "first"; empty: the GGUF's, else last
   int shutdown_timeout_s = 10; // how long in-flight requests may finish after SIGINT/SIGTERM
   ServerOptions server;
 };

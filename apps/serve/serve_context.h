@@ -38,6 +38,7 @@ struct ServerOptions {
   uint32_t max_connections = 4096;    // beyond: new connections wait in the kernel's queue
   std::vector<std::string> cors_origins;  // origins browsers may call from ("*": any); empty: CORS off
   RequestDefaults defaults;
+  model::Pooling pooling = model::Pooling::Last;  // of /v1/embeddings
 };
 
 // Counts requests being served so that shutdown can wait for them.

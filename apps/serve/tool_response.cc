@@ -33,9 +33,8 @@ const std::string& ToolCallReply::id(std::size_t index) {
   return ids_[index];
 }
 
-void ToolCallReply::shape(json& response, const model::CompletionResult& result) {
+void ToolCallReply::shape(json& choice, const model::CompletionResult& result) {
   const model::ToolCallOutput out = model::parse_tool_calls(format_, result.text);
-  json& choice = response["choices"][0];
   json& message = choice["message"];
   json calls = json::array();
   for (std::size_t i = 0; i < out.calls.size() && kept(parallel_, i); ++i) {
@@ -91,7 +90,7 @@ std::string ToolCallReply::finish(StreamEncoder& encoder, const model::Completio
   std::string out = chunks(encoder, std::move(last), {});
   model::CompletionResult rest = result;
   rest.text_tail.clear();  // parsed above
-  return out + encoder.finish(rest, tool_finish_reason(result.finish, any_call_));
+  return out + encoder.finish_choice(rest, tool_finish_reason(result.finish, any_call_));
 }
 
 }  // namespace lamina::serve

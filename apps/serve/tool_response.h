@@ -27,11 +27,12 @@ class ToolCallReply {
   // `parallel` false keeps the first call only; `random` seeds the call ids.
   ToolCallReply(model::ToolCallFormat format, bool parallel, uint64_t random);
 
-  // The non-streamed response: its message gets the content outside the calls
-  // (null when there are calls and nothing else) and tool_calls.
-  void shape(ResponseJson& response, const model::CompletionResult& result);
+  // A choice of the non-streamed response: its message gets the content
+  // outside the calls (null when there are calls and nothing else) and tool_calls.
+  void shape(ResponseJson& choice, const model::CompletionResult& result);
 
-  // Streamed: the chunks for generated tokens, then the last ones.
+  // Streamed: the chunks for generated tokens, then the last ones and the
+  // choice's finish (the stream's close comes after every choice's).
   std::string tokens(StreamEncoder& encoder, std::span<const model::TokenEvent> tokens);
   std::string finish(StreamEncoder& encoder, const model::CompletionResult& result);
 

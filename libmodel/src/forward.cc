@@ -20,6 +20,12 @@ std::vector<int32_t> Forward::decode_greedy(std::span<const TokenInput> batch) {
   return ids;
 }
 
+bool Forward::copy_sequence(uint32_t, uint32_t, uint32_t) { return false; }
+
+std::span<const float> Forward::hidden_states(std::span<const TokenInput>) {
+  throw ModelError("the " + backend_name() + " forward pass does not return hidden states (embeddings run on the CPU)");
+}
+
 uint32_t context_size(const ModelConfig& c, uint32_t requested) {
   if (requested > 0) return requested;
   return c.n_ctx_train > 0 ? std::min<uint32_t>(c.n_ctx_train, 4096) : 4096;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "cpu/vector_kernels.h"
 
@@ -67,6 +68,21 @@ void KvCache::load_k(uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos
 }
 void KvCache::load_v(uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const {
   load(true, seq, layer, pos0, n_pos, out);
+}
+
+void KvCache::copy_prefix(uint32_t src, uint32_t dst, uint32_t n_pos) {
+  if (src >= n_seq_ || dst >= n_seq_ || n_pos > n_ctx_)
+    throw ModelError("KV cache: copying " + std::to_string(n_pos) + " positions from slot " + std::to_string(src) +
+                     " to slot " + std::to_string(dst) + " of " + std::to_string(n_seq_) + " slots of " +
+                     std::to_string(n_ctx_) + " positions");
+  if (src == dst || n_pos == 0) return;
+  for (const bool value : {false, true}) {
+    if (value && values_in_keys_) continue;
+    const std::size_t bytes = std::size_t{n_pos} * (value ? v_dim_ : k_dim_) * elem_bytes_;
+    for (uint32_t layer = 0; layer < n_layer_; ++layer)
+      std::memcpy(storage_.data() + offset(value, dst, layer, 0), storage_.data() + offset(value, src, layer, 0),
+                  bytes);
+  }
 }
 
 const std::byte* KvCache::rows_of_type(KvType type, bool value, uint32_t seq, uint32_t layer, uint32_t pos0) const {

@@ -23,7 +23,7 @@ void Sampler::reset() {
 
 bool Sampler::picks_argmax() const {
   return options_.temperature <= 0.0f && options_.repeat_penalty == 1.0f && options_.presence_penalty == 0.0f &&
-         options_.frequency_penalty == 0.0f;
+         options_.frequency_penalty == 0.0f && options_.logit_bias.empty();
 }
 
 void Sampler::accept(int32_t token) {
@@ -47,8 +47,15 @@ void Sampler::apply_penalties(std::span<float> logits) const {
   }
 }
 
+void Sampler::apply_logit_bias(std::span<float> logits) const {
+  for (const TokenBias& b : options_.logit_bias) {
+    if (b.id >= 0 && static_cast<std::size_t>(b.id) < logits.size()) logits[static_cast<std::size_t>(b.id)] += b.bias;
+  }
+}
+
 int32_t Sampler::sample(std::span<float> logits) {
   apply_penalties(logits);
+  apply_logit_bias(logits);
   if (options_.temperature <= 0.0f) return argmax(logits);
 
   candidates_.clear();

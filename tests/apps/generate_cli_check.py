@@ -11,6 +11,9 @@ import sys
 import tempfile
 
 
+FORCED = b" ha ha ha ha\n"
+
+
 def run(*args):
     return subprocess.run([str(a) for a in args], capture_output=True, check=False)
 
@@ -90,6 +93,14 @@ def main():
     a = run(generate, "-n", "30", "--temp", "1", "-s", "5", "--no-display-prompt", "-t", "1").stdout
     b = run(generate, "-n", "30", "--temp", "1", "-s", "5", "--no-display-prompt", "-t", "1").stdout
     expect(a == b and a, "the same seed gives the same text")
+    # --logit-bias: +100 forces token 300 (" ha") at any temperature; bad values are errors.
+    for temp in ("0", "1"):
+        r = run(generate, "-p", "Once upon a time", "-n", "4", "--temp", temp, "--logit-bias", "300+100",
+                "--no-display-prompt", "-t", "1")
+        expect(r.returncode == 0 and r.stdout == FORCED, f"--logit-bias 300+100 at temp {temp} ({r.stdout!r})")
+    for bad in ("5x", "5+101", "99999+1"):
+        r = run(generate, "-n", "2", "--logit-bias", bad, "-t", "1")
+        expect(r.returncode != 0 and b"logit" in r.stderr.lower(), f"--logit-bias {bad} is an error ({r.stderr!r})")
 
     # --device cuda: the GPU's text, or (no GPU / no CUDA build) one error line.
     cpu = run(generate, "-n", "24", "--temp", "0", "--no-display-prompt", "-t", "1")

@@ -166,7 +166,7 @@ test('completions logprobs: tokens, token_logprobs, top_logprobs and text_offset
 
 test('the client reports API errors with their status', async () => {
   await assert.rejects(
-    client.chat.completions.create({ model: MODEL, messages: chatMessages, n: 2 }),
+    client.chat.completions.create({ model: MODEL, messages: chatMessages, n: 5 }),
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === 'n',
   );
   await assert.rejects(

@@ -181,10 +181,28 @@ TEST(OpenAiRequest, OutOfRangeValuesAreRefused) {
   EXPECT_EQ(chat_error("{" + kUser + R"(, "max_tokens": 1e300})").code(), "invalid_type");
 }
 
+TEST(OpenAiRequest, ChoicesAndLogitBias) {
+  EXPECT_EQ(parse_chat("{" + kUser + "}").n, 1u);
+  EXPECT_EQ(parse_chat("{" + kUser + R"(, "n": 16})").n, 16u);
+  EXPECT_EQ(chat_error("{" + kUser + R"(, "n": 17})").param(), "n");
+  EXPECT_EQ(chat_error("{" + kUser + R"(, "n": 0})").param(), "n");
+  const ParsedRequest r = parse_chat("{" + kUser + R"(, "logit_bias": {"15": 100, "7": -2.5}})");
+  ASSERT_EQ(r.completion.sampling.logit_bias.size(), 2u);
+  float bias15 = 0, bias7 = 0;
+  for (const model::TokenBias& b : r.completion.sampling.logit_bias) (b.id == 15 ? bias15 : bias7) = b.bias;
+  EXPECT_EQ(bias15, 100.0f);
+  EXPECT_EQ(bias7, -2.5f);
+  EXPECT_TRUE(parse_text(R"({"prompt": "x", "logit_bias": {"0": -100}})").completion.sampling.logit_bias.size() == 1);
+  for (const std::string bad : {R"([1])", R"({"x": 1})", R"({"-1": 1})", R"({"1.5": 1})", R"({"99999999999": 1})",
+                                R"({"1": 100.5})", R"({"1": -101})", R"({"1": "5"})"}) {
+    const ApiError e = chat_error("{" + kUser + R"(, "logit_bias": )" + bad + "}");
+    EXPECT_EQ(e.status(), 400) << bad;
+    EXPECT_EQ(e.param().rfind("logit_bias", 0), 0u) << bad << ": " << e.param();
+  }
+}
+
 TEST(OpenAiRequest, UnsupportedFeaturesAreRefusedOnlyWhenUsed) {
   EXPECT_NO_THROW(parse_chat("{" + kUser + R"(, "n": 1, "logit_bias": {}, "tools": [], "response_format": {"type": "text"}})"));
-  EXPECT_EQ(chat_error("{" + kUser + R"(, "n": 2})").param(), "n");
-  EXPECT_EQ(chat_error("{" + kUser + R"(, "logit_bias": {"1": 5}})").param(), "logit_bias");
   EXPECT_EQ(chat_error("{" + kUser + R"(, "tools": {"type": "function"}})").param(), "tools");
   EXPECT_EQ(chat_error("{" + kUser + R"(, "tools": ["search"]})").param(), "tools[0]");
   EXPECT_EQ(chat_error("{" + kUser + R"(, "functions": [{"name": "f"}]})").param(), "functions");

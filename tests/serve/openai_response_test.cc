@@ -239,5 +239,38 @@ TEST(OpenAiResponse, StreamedLogprobsFollowTheTokens) {
   EXPECT_EQ(e[0]["choices"][0]["logprobs"]["content"].size(), 1u);
 }
 
+TEST(OpenAiResponse, ChoicesAreIndexedAndUsageCountsThePromptOnce) {
+  const std::vector<model::CompletionResult> results = {result(model::FinishReason::Length, "ab", {1, 2}),
+                                                        result(model::FinishReason::EndOfGeneration, "c", {3})};
+  const std::vector<ResponseJson> logprobs(2, ResponseJson(nullptr));
+  const json r = plain(completion_response(meta(Endpoint::Completions), results, logprobs));
+  ASSERT_EQ(r["choices"].size(), 2u);
+  EXPECT_EQ(r["choices"][1]["index"], 1);
+  EXPECT_EQ(r["choices"][1]["text"], "c");
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(r["choices"][1]["finish_reason"], "stop");
+  EXPECT_EQ(r["usage"], json::parse(R"({"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8,
+                                        "prompt_tokens_details": {"cached_tokens": 2}})"));
+
+  // Streamed: each choice's encoder tags its chunks; one close() ends the stream.
+  StreamEncoder first(meta(Endpoint::ChatCompletions), true, nullptr, 0), second(meta(Endpoint::ChatCompletions), true,
+                                                                                   nullptr, 1);
+  std::string sse = first.start() + second.start();
+  const std::vector<model::TokenEvent> tokens = {token(3, "c")};
+  sse += second.tokens(tokens) + second.finish_choice(results[1]) + first.finish_choice(results[0]);
+  sse += first.close(results);
+  const std::vector<json> e = events(sse);
+  ASSERT_EQ(e.size(), 7u);
+  EXPECT_EQ(e[1]["choices"][0]["index"], 1);
+  EXPECT_EQ(e[2]["choices"][0]["delta"]["content"], "c");
+  EXPECT_EQ(e[2]["choices"][0]["index"], 1);
+  EXPECT_EQ(e[3]["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(e[3]["choices"][0]["index"], 1);
+  EXPECT_EQ(e[4]["choices"][0]["index"], 0);
+  EXPECT_EQ(e[5]["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(e[5]["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(e[6], "[DONE]");
+}
+
 }  // namespace
 }  // namespace lamina::serve

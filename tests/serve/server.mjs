@@ -1,5 +1,8 @@
 // Starting lamina-serve for a test file, and plain-HTTP helpers.
 import { spawn } from 'node:child_process';
+import { before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
 
 // Starts the server on a free port with `args`; resolves once it listens.
 // One compute thread: the default model is tiny, and the test machines are
@@ -113,3 +116,18 @@ export function parseMetrics(text) {
 }
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// A server for the tests of one file, with the openai client on it: started
+// before them, stopped after them, and its exit after SIGTERM checked.
+export function serverForTests(args = []) {
+  const suite = { server: null, client: null };
+  before(async () => {
+    suite.server = await startServer(args);
+    suite.client = new OpenAI({ baseURL: `${suite.server.url}/v1`, apiKey: 'not-checked', maxRetries: 0 });
+  });
+  after(async () => {
+    const { code } = await suite.server.stop();
+    assert.equal(code, 0, `exit code after SIGTERM; log:\n${suite.server.log()}`);
+  });
+  return suite;
+}

@@ -199,7 +199,7 @@ const std::string kTwoCalls =
 TEST(ToolCallReply, WholeResponse) {
   const model::CompletionResult result = finished(kTwoCalls);
   ResponseJson response = completion_response(chat_meta(), result, nullptr);
-  ToolCallReply(model::ToolCallFormat::Hermes, true, 7).shape(response, result);
+  ToolCallReply(model::ToolCallFormat::Hermes, true, 7).shape(response["choices"][0], result);
   const json message = message_of(response);
   EXPECT_EQ(message["content"], "Checking.");
   ASSERT_EQ(message["tool_calls"].size(), 2u);
@@ -216,18 +216,18 @@ TEST(ToolCallReply, WholeResponse) {
   const model::CompletionResult only_calls =
       finished("<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"b\"}</tool_call>");
   ResponseJson single = completion_response(chat_meta(), only_calls, nullptr);
-  ToolCallReply(model::ToolCallFormat::Hermes, false, 7).shape(single, only_calls);
+  ToolCallReply(model::ToolCallFormat::Hermes, false, 7).shape(single["choices"][0], only_calls);
   EXPECT_TRUE(message_of(single)["content"].is_null());
   EXPECT_EQ(message_of(single)["tool_calls"].size(), 1u);
 
   // No call: the text, finish_reason as generation ended; a cut-off call ends with "length".
   const model::CompletionResult text = finished("Sunny.");
   ResponseJson plain = completion_response(chat_meta(), text, nullptr);
-  ToolCallReply(model::ToolCallFormat::Hermes, true, 7).shape(plain, text);
+  ToolCallReply(model::ToolCallFormat::Hermes, true, 7).shape(plain["choices"][0], text);
   EXPECT_EQ(message_of(plain), json::parse(R"({"role": "assistant", "content": "Sunny.", "refusal": null})"));
   const model::CompletionResult cut = finished("<tool_call>{\"name\": \"a\", \"arguments\": {\"q", model::FinishReason::Length);
   ResponseJson cut_response = completion_response(chat_meta(), cut, nullptr);
-  ToolCallReply(model::ToolCallFormat::Hermes, true, 7).shape(cut_response, cut);
+  ToolCallReply(model::ToolCallFormat::Hermes, true, 7).shape(cut_response["choices"][0], cut);
   EXPECT_EQ(json::parse(dump_json(cut_response))["choices"][0]["finish_reason"], "length");
 
   std::mt19937_64 bits(1);
@@ -246,7 +246,9 @@ json streamed_message(const std::string& text, std::size_t piece, std::string& f
     t.text = text.substr(pos, piece);
     sse += reply.tokens(encoder, std::span(&t, 1));
   }
-  sse += reply.finish(encoder, finished(text));
+  const model::CompletionResult result = finished(text);
+  sse += reply.finish(encoder, result);
+  sse += encoder.close(std::span(&result, 1));
   json message = {{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}};
   json calls = json::array();
   shape_ok = true;
@@ -279,7 +281,7 @@ TEST(ToolCallReply, StreamedDeltasReassembleToTheWholeResponse) {
   for (const std::string& text : {kTwoCalls, std::string("No calls <tool here."), std::string("<tool_call>{oops")}) {
     const model::CompletionResult result = finished(text);
     ResponseJson whole = completion_response(chat_meta(), result, nullptr);
-    ToolCallReply(model::ToolCallFormat::Hermes, true, 7).shape(whole, result);
+    ToolCallReply(model::ToolCallFormat::Hermes, true, 7).shape(whole["choices"][0], result);
     for (const std::size_t piece : {1u, 2u, 3u, 7u, 1000u}) {
       std::string reason;
       bool shape_ok = false;

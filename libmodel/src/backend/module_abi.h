@@ -20,8 +20,9 @@
 
 namespace lamina::model::backend {
 
-// Raised whenever a struct or function type of this header changes.
-inline constexpr uint32_t kAbi = 1;
+// Raised whenever a struct or function type of this header changes, or
+// Forward's virtual functions (a module's vtable) do.
+inline constexpr uint32_t kAbi = 2;
 
 // The layouts of libmodel's structs that a module reads, folded into one
 // number: a module built against other headers of the same version (a

@@ -27,8 +27,14 @@ struct CpuForward::State {
   State(const Model& m, const ForwardOptions& o);
 
   // after_layer(i), when given, runs after layer i (-1: the embedding).
+  // With `hidden_out`, the wanted rows' final-norm states go there instead
+  // of through the output head.
   void step(std::span<const TokenInput> batch, float* logits_out,
-            const std::function<void(int)>& after_layer = {});
+            const std::function<void(int)>& after_layer = {}, float* hidden_out = nullptr);
+  // decode() and hidden_states(): `batch` in max_batch chunks, `width`
+  // values per wanted row into `out`.
+  std::span<const float> run_chunks(std::span<const TokenInput> batch, cpu::Workspace& out, std::size_t width,
+                                    bool hidden);
   // Throws ModelError for ids, positions or slots out of range.
   void check(std::span<const TokenInput> batch) const;
   void embed(std::span<const TokenInput> batch);
@@ -60,6 +66,7 @@ struct CpuForward::State {
 
   // Workspace, sized once for max_batch rows.
   cpu::Workspace x, h, q, k, v, attn_out, proj, gate, up, logits, row_tmp;
+  cpu::Workspace hidden;  // hidden_states()' output
   std::vector<double> cos_t, sin_t;  // per token and rotated pair
   std::vector<double> cos_swa, sin_swa;  // the same with inv_freq_swa
 };
@@ -310,7 +317,7 @@ void CpuForward::State::ffn_block(uint32_t layer, std::size_t n) {
 }
 
 void CpuForward::State::step(std::span<const TokenInput> batch, float* logits_out,
-                             const std::function<void(int)>& after_layer) {
+                             const std::function<void(int)>& after_layer, float* hidden_out) {
   const std::size_t n = batch.size();
   embed(batch);
   if (c.rope.kind != RopeKind::None) {
@@ -331,6 +338,10 @@ void CpuForward::State::step(std::span<const TokenInput> batch, float* logits_ou
     ++n_out;
   }
   if (n_out == 0) return;
+  if (hidden_out) {
+    std::copy_n(h.data(), n_out * c.n_embd, hidden_out);
+    return;
+  }
   linear.apply(w.output, h.data(), n_out, logits_out);
   if (c.final_softcap > 0.0f) {
     for (std::size_t i = 0; i < n_out * c.n_vocab; ++i) logits_out[i] = cpu::softcap(logits_out[i], c.final_softcap);
@@ -342,19 +353,28 @@ CpuForward::CpuForward(const Model& model, const ForwardOptions& options)
 
 CpuForward::~CpuForward() = default;
 
-std::span<const float> CpuForward::decode(std::span<const TokenInput> batch) {
-  State& s = *state_;
-  s.check(batch);
+std::span<const float> CpuForward::State::run_chunks(std::span<const TokenInput> batch, cpu::Workspace& out,
+                                                     std::size_t width, bool hidden) {
+  check(batch);
   std::size_t n_wanted = 0;
   for (const auto& t : batch) n_wanted += t.logits ? 1 : 0;
-  if (s.logits.size() < n_wanted * s.c.n_vocab) s.logits.resize(n_wanted * s.c.n_vocab);
+  if (out.size() < n_wanted * width) out.resize(n_wanted * width);
   std::size_t out_row = 0;
-  for (std::size_t start = 0; start < batch.size(); start += s.options.max_batch) {
-    const auto chunk = batch.subspan(start, std::min<std::size_t>(s.options.max_batch, batch.size() - start));
-    s.step(chunk, s.logits.data() + out_row * s.c.n_vocab);
+  for (std::size_t start = 0; start < batch.size(); start += options.max_batch) {
+    const auto chunk = batch.subspan(start, std::min<std::size_t>(options.max_batch, batch.size() - start));
+    float* dst = out.data() + out_row * width;
+    step(chunk, hidden ? nullptr : dst, {}, hidden ? dst : nullptr);
     for (const auto& t : chunk) out_row += t.logits ? 1 : 0;
   }
-  return {s.logits.data(), n_wanted * s.c.n_vocab};
+  return {out.data(), n_wanted * width};
+}
+
+std::span<const float> CpuForward::decode(std::span<const TokenInput> batch) {
+  return state_->run_chunks(batch, state_->logits, state_->c.n_vocab, false);
+}
+
+std::span<const float> CpuForward::hidden_states(std::span<const TokenInput> batch) {
+  return state_->run_chunks(batch, state_->hidden, state_->c.n_embd, true);
 }
 
 std::vector<float> CpuForward::trace_last_token(std::span<const TokenInput> batch, std::vector<float>& logits) {
@@ -381,5 +401,10 @@ uint32_t CpuForward::n_ctx() const { return state_->cache.n_ctx(); }
 uint32_t CpuForward::n_seq() const { return state_->cache.n_seq(); }
 int CpuForward::n_threads() const { return static_cast<int>(state_->pool.num_threads()); }
 std::size_t CpuForward::kv_cache_bytes() const { return state_->cache.bytes(); }
+
+bool CpuForward::copy_sequence(uint32_t src, uint32_t dst, uint32_t n_pos) {
+  state_->cache.copy_prefix(src, dst, n_pos);
+  return true;
+}
 
 }  // namespace lamina::model

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "engine/embedding_jobs.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "engine/step.h"
@@ -43,6 +44,7 @@ struct Engine::State {
   std::condition_variable wake;     // a request, a cancellation or a shutdown arrived
   std::condition_variable stopped;  // the engine thread ended
   std::deque<std::unique_ptr<Sequence>> queue;
+  std::deque<engine::EmbeddingJob> embedding_queue;
   std::vector<RequestId> cancel_requests;
   RequestId next_id = 1;
   uint32_t n_running = 0;  // admitted and not yet reported
@@ -53,6 +55,7 @@ struct Engine::State {
 
   // The engine thread's own.
   Scheduler scheduler;
+  engine::EmbeddingJobs embeddings;
   engine::StepSampling sampling;
   std::vector<Sequence*> samplers;  // the current step's, in the order of its logits
   EngineStats counters;  // accumulated here, published under the mutex
@@ -62,7 +65,8 @@ struct Engine::State {
 Engine::State::State(const Model& m, Forward& f, const EngineOptions& o)
     : model(m), forward(f), options(o), n_ctx(f.n_ctx()), n_vocab(f.config().n_vocab),
       n_slots(f.n_seq()),
-      scheduler(f.n_seq(), o),
+      // Copying no positions tells whether this forward pass copies at all.
+      scheduler(f.n_seq(), o, f.copy_sequence(0, 0, 0)),
       sampling(f.config().n_vocab) {
   if (options.prefill_chunk == 0) throw std::invalid_argument("prefill_chunk must be positive");
   if (options.max_step_tokens < f.n_seq())
@@ -80,8 +84,13 @@ bool Engine::State::take_work(std::vector<std::unique_ptr<Sequence>>& admitted,
                               std::vector<std::unique_ptr<Sequence>>& dropped, std::vector<RequestId>& cancels,
                               bool& cancel_all) {
   std::unique_lock lock(mutex);
-  wake.wait(lock, [&] { return stopping || !cancel_requests.empty() || !queue.empty() || !scheduler.idle(); });
+  wake.wait(lock, [&] {
+    return stopping || !cancel_requests.empty() || !queue.empty() || !scheduler.idle() ||
+           !embedding_queue.empty() || embeddings.pending();
+  });
   cancels.swap(cancel_requests);
+  for (auto& job : embedding_queue) embeddings.add(std::move(job));
+  embedding_queue.clear();
   for (RequestId id : cancels) {
     for (auto it = queue.begin(); it != queue.end(); ++it) {
       if ((*it)->id() != id) continue;
@@ -127,6 +136,7 @@ void Engine::State::run() {
       for (RequestId id : cancels) scheduler.cancel(id);
       if (cancel_all) scheduler.finish_all(FinishReason::Cancelled);
       step();
+      embeddings.run_round(forward, scheduler);
     } catch (const std::exception& e) {
       scheduler.finish_all(FinishReason::Error, e.what());
     } catch (...) {
@@ -134,6 +144,7 @@ void Engine::State::run() {
     }
     finish_ended();
   }
+  embeddings.fail_all("the engine is shutting down");
   std::lock_guard lock(mutex);
   thread_done = true;
   stopped.notify_all();
@@ -146,6 +157,10 @@ void Engine::State::step() {
   for (const engine::StepEntry& entry : scheduler.step_entries())
     if (entry.logits) samplers.push_back(entry.sequence);
   try {
+    for (const engine::SlotCopy& c : scheduler.step_copies()) {
+      forward.copy_sequence(c.src, c.dst, c.n_pos);
+      counters.cached_prompt_tokens_total += c.n_pos;
+    }
     sampling.run(forward, batch, samplers);
   } catch (const std::exception& e) {
     scheduler.fail_step(std::string("forward pass failed: ") + e.what());
@@ -203,6 +218,18 @@ Engine::RequestId Engine::submit(CompletionRequest request, CompletionCallbacks 
   }
   s.wake.notify_one();
   return id;
+}
+
+bool Engine::embed(EmbeddingRequest request, std::function<void(EmbeddingResult)> on_done) {
+  State& s = *state_;
+  engine::check_embedding_request(request, s.n_ctx, s.n_vocab);
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.stopping || s.embedding_queue.size() >= s.options.max_queue) return false;
+    s.embedding_queue.push_back({std::move(request), std::move(on_done), {}, 0});
+  }
+  s.wake.notify_one();
+  return true;
 }
 
 void Engine::cancel(RequestId id) {

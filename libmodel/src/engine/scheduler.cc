@@ -4,7 +4,6 @@
 #include <utility>
 
 namespace lamina::model::engine {
-namespace {
 
 std::size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
   const std::size_t n = std::min(a.size(), b.size());
@@ -13,9 +12,8 @@ std::size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b
   return i;
 }
 
-}  // namespace
-
-Scheduler::Scheduler(uint32_t n_slots, const EngineOptions& options) : options_(options), slots_(n_slots) {
+Scheduler::Scheduler(uint32_t n_slots, const EngineOptions& options, bool can_copy_slots)
+    : options_(options), can_copy_slots_(can_copy_slots), follows_(n_slots), slots_(n_slots) {
   active_.reserve(n_slots);
 }
 
@@ -38,6 +36,7 @@ const Sequence& Scheduler::admit(std::unique_ptr<Sequence> sequence, Clock::time
   // Positions past the reused prefix are overwritten; attention reads only
   // a sequence's positions up to the current one.
   slot.tokens.resize(best_reuse);
+  follows_[best] = find_leader(prompt, static_cast<uint32_t>(best), best_reuse);
   sequence->admit(static_cast<uint32_t>(best), static_cast<uint32_t>(best_reuse), now);
   active_.push_back(std::move(sequence));
   return *active_.back();
@@ -46,6 +45,7 @@ const Sequence& Scheduler::admit(std::unique_ptr<Sequence> sequence, Clock::time
 std::span<const TokenInput> Scheduler::plan_step() {
   batch_.clear();
   entries_.clear();
+  copies_.clear();
   uint32_t budget = options_.max_step_tokens;
   for (const auto& seq : active_) {
     if (seq->finished() || !seq->decoding() || budget == 0) continue;
@@ -56,7 +56,7 @@ std::span<const TokenInput> Scheduler::plan_step() {
   }
   for (const auto& seq : active_) {
     if (budget == 0) break;
-    if (seq->finished() || seq->decoding()) continue;
+    if (seq->finished() || seq->decoding() || !ready_to_prefill(*seq)) continue;
     const uint32_t count = std::min({options_.prefill_chunk, seq->prompt_left(), budget});
     const uint32_t first = seq->n_cached();
     const bool logits = count == seq->prompt_left();
@@ -79,6 +79,8 @@ void Scheduler::commit_step() {
 }
 
 void Scheduler::fail_step(const std::string& message) {
+  for (const SlotCopy& c : copies_) slots_[c.dst].tokens.clear();
+  copies_.clear();
   for (const StepEntry& e : entries_) {
     std::vector<int32_t>& tokens = slots_[e.sequence->slot()].tokens;
     tokens.resize(std::min<std::size_t>(tokens.size(), e.first_pos));
@@ -112,11 +114,27 @@ std::vector<std::unique_ptr<Sequence>> Scheduler::take_finished() {
     }
     Slot& slot = slots_[seq->slot()];
     slot.busy = false;
+    follows_[seq->slot()].reset();
     slot.released_at = ++releases_;
     done.push_back(std::move(seq));
   }
   active_ = std::move(running);
   return done;
+}
+
+std::vector<uint32_t> Scheduler::free_slot_ids(uint32_t max) const {
+  std::vector<uint32_t> ids;
+  for (uint32_t s = 0; s < n_slots(); ++s)
+    if (!slots_[s].busy) ids.push_back(s);
+  std::sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) { return slots_[a].released_at < slots_[b].released_at; });
+  if (ids.size() > max) ids.resize(max);
+  return ids;
+}
+
+void Scheduler::slot_holds(uint32_t slot, std::span<const int32_t> tokens) {
+  Slot& s = slots_.at(slot);
+  s.tokens.assign(tokens.begin(), tokens.end());
+  s.released_at = ++releases_;
 }
 
 uint64_t Scheduler::kv_tokens_used() const {

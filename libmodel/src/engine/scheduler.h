@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -15,6 +16,9 @@
 
 namespace lamina::model::engine {
 
+// How many leading tokens `a` and `b` share.
+std::size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b);
+
 // A run of consecutive positions of one sequence in a step's batch.
 struct StepEntry {
   Sequence* sequence = nullptr;
@@ -23,9 +27,21 @@ struct StepEntry {
   bool logits = false;  // the last position's logits are sampled
 };
 
+// Positions [0, n_pos) of slot `src` to copy into slot `dst` before the step
+// runs (Forward::copy_sequence).
+struct SlotCopy {
+  uint32_t src = 0;
+  uint32_t dst = 0;
+  uint32_t n_pos = 0;
+};
+
 class Scheduler {
  public:
-  Scheduler(uint32_t n_slots, const EngineOptions& options);
+  // `can_copy_slots`: the forward pass copies one slot's positions into
+  // another (Forward::copy_sequence), so a request whose prompt starts like
+  // one being computed waits for it and copies its positions instead of
+  // computing them again (n > 1 samples of a prompt share its prefill).
+  Scheduler(uint32_t n_slots, const EngineOptions& options, bool can_copy_slots = false);
 
   uint32_t n_slots() const { return static_cast<uint32_t>(slots_.size()); }
   uint32_t free_slots() const { return n_slots() - static_cast<uint32_t>(active_.size()); }
@@ -42,6 +58,8 @@ class Scheduler {
   // (at most prefill_chunk per sequence, max_step_tokens in all).
   std::span<const TokenInput> plan_step();
   const std::vector<StepEntry>& step_entries() const { return entries_; }
+  // The copies the planned step needs first, in order.
+  const std::vector<SlotCopy>& step_copies() const { return copies_; }
   // The planned step ran: its positions are in the cache.
   void commit_step();
   // The planned step failed: its sequences end with `message`, and their
@@ -55,6 +73,12 @@ class Scheduler {
   // Frees the slots of the requests that ended and hands them over.
   std::vector<std::unique_ptr<Sequence>> take_finished();
 
+  // Free slots for work outside the requests (embeddings), least recently
+  // used first, at most `max`. The caller records what each then holds.
+  std::vector<uint32_t> free_slot_ids(uint32_t max) const;
+  // A free slot's cache now holds `tokens` from position 0 (nothing else).
+  void slot_holds(uint32_t slot, std::span<const int32_t> tokens);
+
   uint32_t n_active() const { return static_cast<uint32_t>(active_.size()); }
   uint64_t kv_tokens_used() const;
 
@@ -65,7 +89,25 @@ class Scheduler {
     uint64_t released_at = 0;     // order of release, for least-recently-used choice
   };
 
+  // A running request waits for the one in slot `slot` (request `leader`)
+  // to compute its first `length` prompt positions, then copies them.
+  struct Follow {
+    uint32_t slot = 0;
+    Engine::RequestId leader = 0;
+    uint32_t length = 0;
+  };
+
+  // The request in another busy slot whose prompt shares the most (more than
+  // `reuse`) with `prompt`, at most all but its last token; in scheduler_sharing.cc.
+  std::optional<Follow> find_leader(std::span<const int32_t> prompt, uint32_t own_slot, std::size_t reuse) const;
+  // Before planning: copies for the followers whose leaders are far enough,
+  // and gives up waiting where the leader went away. False while `seq` waits.
+  bool ready_to_prefill(Sequence& seq);
+
   EngineOptions options_;
+  bool can_copy_slots_ = false;
+  std::vector<std::optional<Follow>> follows_;  // by slot
+  std::vector<SlotCopy> copies_;
   std::vector<Slot> slots_;
   std::vector<std::unique_ptr<Sequence>> active_;  // admission order
   std::vector<TokenInput> batch_;

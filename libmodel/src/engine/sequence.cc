@@ -31,6 +31,14 @@ void check_request(const CompletionRequest& request, uint32_t n_ctx, uint32_t n_
   if (request.constraint && request.constraint->n_vocab() != static_cast<int32_t>(n_vocab))
     throw std::invalid_argument("the grammar constraint was built for " + std::to_string(request.constraint->n_vocab()) +
                                 " tokens; the model has " + std::to_string(n_vocab));
+  for (const TokenBias& b : request.sampling.logit_bias) {
+    if (b.id < 0 || static_cast<uint32_t>(b.id) >= n_vocab)
+      throw std::invalid_argument("logit_bias names token " + std::to_string(b.id) + ", outside the vocabulary (" +
+                                  std::to_string(n_vocab) + ")");
+    if (!(std::abs(b.bias) <= kMaxLogitBias))
+      throw std::invalid_argument("logit_bias of token " + std::to_string(b.id) + " is " + std::to_string(b.bias) +
+                                  "; it must be from -100 to 100");
+  }
   if (request.top_logprobs > kMaxTopLogprobs)
     throw std::invalid_argument("top_logprobs is " + std::to_string(request.top_logprobs) + "; at most " +
                                 std::to_string(kMaxTopLogprobs));

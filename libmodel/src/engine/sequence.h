@@ -50,6 +50,9 @@ class Sequence {
   int32_t token_at(uint32_t pos) const;
   // The forward pass has stored `count` more positions.
   void advance(uint32_t count) { n_fed_ += count; }
+  // The slot's first `n` positions (more than n_cached()) were copied from
+  // another sequence with the same prompt tokens: they count as cached.
+  void adopt_prefix(uint32_t n) { n_fed_ = cached_prompt_ = n; }
 
   // Samples from the logits of the last position fed (`logits` is scratch:
   // the penalties change it), streams the token and decides whether the

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "lamina/model/embedding.h"
 #include "lamina/model/forward.h"
 #include "lamina/model/model.h"
 #include "lamina/model/sampler.h"
@@ -112,6 +113,17 @@ struct LAMINA_MODEL_API EngineStats {
   uint64_t steps_total = 0;
 };
 
+// Texts to embed (token ids each), pooled alike.
+struct LAMINA_MODEL_API EmbeddingRequest {
+  std::vector<std::vector<int32_t>> inputs;  // each non-empty and shorter than the context
+  Pooling pooling = Pooling::Last;
+};
+
+struct LAMINA_MODEL_API EmbeddingResult {
+  std::vector<std::vector<float>> vectors;  // one per input, unit length (n_embd values)
+  std::string error;                        // set when it failed (then no vectors)
+};
+
 class LAMINA_MODEL_API Engine {
  public:
   // Slots are the forward's sequence slots; the engine thread starts here.
@@ -127,6 +139,14 @@ class LAMINA_MODEL_API Engine {
   // context, token id outside the vocabulary, top_logprobs above
   // kMaxTopLogprobs). Safe to call from any thread, callbacks included.
   RequestId submit(CompletionRequest request, CompletionCallbacks callbacks);
+  // Queues embeddings: between forward steps, the engine thread runs as many
+  // inputs at once as slots are free (a batch-invariant pass: an input's
+  // vector does not depend on the others) and calls on_done once with all
+  // the vectors or an error. False when the engine is stopping or the queue
+  // is full (on_done is not called). Throws std::invalid_argument for a
+  // request that can never run (no inputs, an empty or too long input, an
+  // id outside the vocabulary). Safe to call from any thread.
+  bool embed(EmbeddingRequest request, std::function<void(EmbeddingResult)> on_done);
   // Ends a request early (on_done gets FinishReason::Cancelled); no-op when done.
   void cancel(RequestId id);
   // Stops accepting and admitting: waiting requests end Cancelled; running

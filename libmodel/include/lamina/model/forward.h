@@ -96,6 +96,18 @@ class LAMINA_MODEL_API Forward {
   virtual std::string backend_name() const = 0;
   // Device memory in use, for reports (empty on the CPU).
   virtual std::string device_memory_report() const { return {}; }
+
+  // Makes slot `dst` hold what positions [0, n_pos) of slot `src` hold, so
+  // a sequence can go on from another's prompt without computing it again
+  // (n > 1 samples of one prompt). False when this implementation cannot;
+  // the caller then computes the prompt in `dst` itself.
+  virtual bool copy_sequence(uint32_t src, uint32_t dst, uint32_t n_pos);
+
+  // Runs `batch` like decode() but returns, for the entries with `logits`
+  // set, the hidden state after the final norm instead of logits
+  // ([n_wanted x n_embd], valid until the next call); the output head is
+  // not computed. For embeddings. Throws ModelError where not implemented.
+  virtual std::span<const float> hidden_states(std::span<const TokenInput> batch);
 };
 
 class LAMINA_MODEL_API CpuForward final : public Forward {
@@ -114,6 +126,8 @@ class LAMINA_MODEL_API CpuForward final : public Forward {
   int n_threads() const;
   std::size_t kv_cache_bytes() const override;
   std::string backend_name() const override;
+  bool copy_sequence(uint32_t src, uint32_t dst, uint32_t n_pos) override;
+  std::span<const float> hidden_states(std::span<const TokenInput> batch) override;
 
  private:
   struct LAMINA_MODEL_LOCAL State;

@@ -37,6 +37,9 @@ class LAMINA_MODEL_API KvCache {
   // Reads `n_pos` rows starting at `pos0` into `out` ([n_pos][dim], f32).
   void load_k(uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const;
   void load_v(uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const;
+  // Copies positions [0, n_pos) of every layer from slot `src` to slot
+  // `dst`, bytes as stored: `dst` then continues from `src`'s state.
+  void copy_prefix(uint32_t src, uint32_t dst, uint32_t n_pos);
   // The rows from `pos0` on as stored, k_dim() or v_dim() values apart, for
   // attention to read without a copy: f32 rows of an F32 cache, f16 bits of
   // an F16 one; nullptr when the cache holds the other type.

@@ -12,6 +12,15 @@
 
 namespace lamina::model {
 
+// A value added to one token's logit before anything else picks (OpenAI's
+// logit_bias): -100 forbids the token in practice, +100 forces it.
+struct LAMINA_MODEL_API TokenBias {
+  int32_t id = 0;
+  float bias = 0.0f;
+};
+
+inline constexpr float kMaxLogitBias = 100.0f;
+
 struct LAMINA_MODEL_API SamplerOptions {
   float temperature = 0.8f;   // <= 0: greedy (argmax, lowest id wins ties)
   int32_t top_k = 40;         // <= 0: off
@@ -22,6 +31,10 @@ struct LAMINA_MODEL_API SamplerOptions {
   float frequency_penalty = 0.0f;
   int32_t repeat_last_n = 64;     // window of past tokens the penalties see; 0 off, -1 whole context
   uint64_t seed = 0;
+  // Added after the penalties, before greedy or the temperature chain (and
+  // so seen by the log-probabilities); ids outside the logits are ignored
+  // here: the Engine refuses them.
+  std::vector<TokenBias> logit_bias = {};
 };
 
 class LAMINA_MODEL_API Sampler {
@@ -41,6 +54,7 @@ class LAMINA_MODEL_API Sampler {
 
  private:
   void apply_penalties(std::span<float> logits) const;
+  void apply_logit_bias(std::span<float> logits) const;
 
   struct Candidate {
     int32_t id;

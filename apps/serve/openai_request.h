@@ -55,7 +55,6 @@ struct ParsedRequest {
   CompletionPrompt prompt;                   // completions
   model::CompletionRequest completion;       // everything but the prompt ids and the constraint
   std::shared_ptr<const model::Grammar> grammar;  // structured output (parse_output_grammar); null: free text
-  model::CompletionRequest completion;       // everything but the prompt ids
   // Choices: n samples of the one prompt; sample i runs with seed + i.
   uint32_t n = 1;
   bool seed_given = false;

@@ -11,22 +11,6 @@
 namespace lamina::cudaexec::detail {
 namespace {
 
-struct SpanParams {
-  AttentionShape s;
-  KvView kv;
-  uint32_t layer = 0;
-  const float* q = nullptr;
-  std::size_t q_stride = 0;
-  const uint32_t* seq = nullptr;
-  const uint32_t* pos = nullptr;
-  const AttentionTile* tiles = nullptr;
-  uint32_t n_spans = 0;
-  float scale_log2 = 0.0f;  // scale * log2(e), for scores without a soft cap
-  float* records = nullptr;
-  float* out = nullptr;
-  std::size_t out_stride = 0;
-};
-
 // Dot products q.k as scores in the log2 domain, the soft cap decided once
 // for all of a thread's scores (not per score: that reloads the parameters).
 template <int N>
@@ -493,20 +477,9 @@ void attention(const AttentionShape& shape, const KvView& kv, uint32_t layer, co
                const uint32_t* seq, const uint32_t* pos, const AttentionTile* tiles, uint32_t n_rows,
                const AttentionPlan& plan, float* workspace, float* out, std::size_t out_stride, cudaStream_t stream) {
   if (n_rows == 0 || plan.n_tiles == 0) return;
-  SpanParams p;
-  p.s = shape;
-  p.kv = kv;
-  p.layer = layer;
-  p.q = q;
-  p.q_stride = q_stride;
-  p.seq = seq;
-  p.pos = pos;
+  SpanParams p = span_params(shape, kv, layer, q, q_stride, seq, pos, workspace, out, out_stride);
   p.tiles = tiles;
   p.n_spans = plan.n_spans;
-  p.scale_log2 = scale_log2(shape);
-  p.records = workspace;
-  p.out = out;
-  p.out_stride = out_stride;
   const bool per_tile =
       plan.per_tile && !plan.single_warp && std::max(shape.head_dim_k, shape.head_dim_v) <= kAttentionPerTileMaxHeadDim;
   if (plan.single_warp) {

@@ -14,9 +14,46 @@ namespace lamina::cudaexec::detail {
 
 inline constexpr float kLog2e = 1.4426950408889634f;
 
+// The parameters of an attention launch over the KV cache (tiles: the
+// tensor-core kernel's only) and of the combine pass that folds its span records.
+struct SpanParams {
+  AttentionShape s;
+  KvView kv;
+  uint32_t layer = 0;
+  const float* q = nullptr;
+  std::size_t q_stride = 0;
+  const uint32_t* seq = nullptr;
+  const uint32_t* pos = nullptr;
+  const AttentionTile* tiles = nullptr;
+  uint32_t n_spans = 0;
+  float scale_log2 = 0.0f;  // scale * log2(e), for scores without a soft cap
+  float* records = nullptr;
+  float* out = nullptr;
+  std::size_t out_stride = 0;
+};
+
 // The scores' factor in the log2 domain (without a soft cap).
 inline float scale_log2(const AttentionShape& s) {
   return static_cast<float>(static_cast<double>(s.scale) * 1.4426950408889634);
+}
+
+// A launch's parameters (tiles and n_spans aside: the caller's).
+inline SpanParams span_params(const AttentionShape& shape, const KvView& kv, uint32_t layer, const float* q,
+                              std::size_t q_stride, const uint32_t* seq, const uint32_t* pos, float* workspace,
+                              float* out, std::size_t out_stride) {
+  SpanParams p;
+  p.s = shape;
+  p.kv = kv;
+  p.layer = layer;
+  p.q = q;
+  p.q_stride = q_stride;
+  p.seq = seq;
+  p.pos = pos;
+  p.scale_log2 = scale_log2(shape);
+  p.records = workspace;
+  p.out = out;
+  p.out_stride = out_stride;
+  return p;
 }
 
 __device__ __forceinline__ uint32_t first_key(const AttentionShape& s, uint32_t pos) {

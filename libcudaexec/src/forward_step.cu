@@ -118,11 +118,7 @@ void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
   copy_rows(b_.h, D, b_.moe_rows, D, NK, b_.moe_in, D, stream);
   forget_activations();
   const auto experts = [&](const DeviceMatrix& w, const float* bias, const float* x, float* y) {
-    MatmulArgs a;
-    a.format = w.format;
-    a.w = w.data;
-    a.n_in = w.n_in;
-    a.n_out = w.n_out;
+    MatmulArgs a = weight_product(w);
     a.act = quantized_input(w, x, NK, stream);
     a.n_rows = n;  // an expert takes each token at most once
     a.y = y;
@@ -168,11 +164,7 @@ const void* ForwardStep::quantized_input(const DeviceMatrix& w, const float* x, 
 
 void ForwardStep::linear(const DeviceMatrix& w, const float* x, uint32_t n, float* y, std::size_t y_stride,
                          const float* bias, const float* residual, cudaStream_t stream) {
-  MatmulArgs a;
-  a.format = w.format;
-  a.w = w.data;
-  a.n_in = w.n_in;
-  a.n_out = w.n_out;
+  MatmulArgs a = weight_product(w);
   a.act = quantized_input(w, x, n, stream);
   a.n_rows = n;
   a.y = y;

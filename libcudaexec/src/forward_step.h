@@ -12,11 +12,23 @@
 #include "attention.h"
 #include "device_memory.h"
 #include "device_weights.h"
+#include "matmul.h"
 #include "lamina/cudaexec/executor.h"
 #include "lamina/model/config.h"
 #include "ops.h"
 
 namespace lamina::cudaexec::detail {
+
+// A product of w (its format, weights and shape; the activations, rows and
+// output are the caller's).
+inline MatmulArgs weight_product(const DeviceMatrix& w) {
+  MatmulArgs a;
+  a.format = w.format;
+  a.w = w.data;
+  a.n_in = w.n_in;
+  a.n_out = w.n_out;
+  return a;
+}
 
 // Device buffers of one step, sized once for (max rows, max logits rows).
 struct StepBuffers {

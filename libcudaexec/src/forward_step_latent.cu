@@ -5,7 +5,6 @@
 // same activations.
 #include "forward_step.h"
 #include "latent_attention.h"
-#include "matmul.h"
 
 namespace lamina::cudaexec::detail {
 
@@ -13,10 +12,8 @@ void ForwardStep::per_head_product(const DeviceMatrix& w, uint32_t first_row, ui
                                    const void* act, std::size_t act_stride, std::size_t act_head_bytes, uint32_t n,
                                    float* y, std::size_t y_stride, std::size_t y_head, cudaStream_t stream) {
   const std::size_t row_bytes = quant::row_bytes(w.format, w.n_in);
-  MatmulArgs a;
-  a.format = w.format;
+  MatmulArgs a = weight_product(w);
   a.w = static_cast<const std::byte*>(w.data) + std::size_t{first_row} * row_bytes;
-  a.n_in = w.n_in;
   a.n_out = n_out;
   a.act = act;
   a.act_stride = act_stride;

@@ -20,21 +20,6 @@ constexpr uint32_t kMaxKeyDim = 1024, kMaxValueDim = 512;
 constexpr uint32_t kValuesPerLane = kMaxValueDim / kLanesPerHead;
 static_assert(kChunkKeys == 2 * kLanesPerHead && kAttentionSpan % kChunkKeys == 0);
 
-struct LatentParams {
-  AttentionShape s;
-  KvView kv;
-  uint32_t layer = 0;
-  const float* q = nullptr;
-  std::size_t q_stride = 0;
-  const uint32_t* seq = nullptr;
-  const uint32_t* pos = nullptr;
-  uint32_t n_spans = 0;
-  float scale_log2 = 0.0f;
-  float* records = nullptr;
-  float* out = nullptr;
-  std::size_t out_stride = 0;
-};
-
 // Shared memory: the heads' queries (f32), a chunk of key rows (f16, rows
 // padded by one pair so a head's lanes read 16 rows from distinct banks) and
 // the chunk's weights per head.
@@ -43,7 +28,7 @@ std::size_t smem_bytes(uint32_t dk) {
          kHeadsPerBlock * kChunkKeys * sizeof(float);
 }
 
-__global__ void __launch_bounds__(kThreads) latent_attention_kernel(const LatentParams p) {
+__global__ void __launch_bounds__(kThreads) latent_attention_kernel(const SpanParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
   enter_dependent_kernel();
   const AttentionShape& s = p.s;
@@ -159,19 +144,8 @@ void latent_attention(const AttentionShape& shape, const KvView& kv, uint32_t la
     return true;
   }();
   (void)attribute_set;
-  LatentParams p;
-  p.s = shape;
-  p.kv = kv;
-  p.layer = layer;
-  p.q = q;
-  p.q_stride = q_stride;
-  p.seq = seq;
-  p.pos = pos;
+  SpanParams p = span_params(shape, kv, layer, q, q_stride, seq, pos, workspace, out, out_stride);
   p.n_spans = n_spans;
-  p.scale_log2 = scale_log2(shape);
-  p.records = workspace;
-  p.out = out;
-  p.out_stride = out_stride;
   const dim3 grid(n_rows, (shape.n_head + kHeadsPerBlock - 1) / kHeadsPerBlock, n_spans);
   launch_kernel(latent_attention_kernel, grid, dim3(kThreads), smem_bytes(shape.head_dim_k), stream, p);
   fold_attention_spans(shape, pos, n_rows, n_spans, workspace, out, out_stride, stream);

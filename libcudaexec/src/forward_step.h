@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <vector>
 
 #include "attention.h"
 #include "device_memory.h"
@@ -60,9 +59,6 @@ struct StepBuffers {
   float *mla_a = nullptr, *mla_q_a = nullptr, *mla_heads = nullptr;
 };
 
-// Experts a mixture may have on the GPU (the routing groups rows per expert
-// in a fixed-size table).
-inline constexpr uint32_t kMaxExperts = 256;
 
 struct StepSizes {
   uint32_t max_rows = 0;

@@ -11,8 +11,6 @@
 namespace lamina::cudaexec::detail {
 namespace {
 
-constexpr uint32_t kMaxRoutedExperts = 256;
-
 // One thread per token, in double: the definition of ExpertRouting (the CPU
 // path's router computes the same values).
 __global__ void route_experts_kernel(const float* logits, uint32_t n_tokens, uint32_t n_expert, uint32_t n_used,
@@ -22,7 +20,7 @@ __global__ void route_experts_kernel(const float* logits, uint32_t n_tokens, uin
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= n_tokens) return;
   const float* l = logits + std::size_t{t} * n_expert;
-  double gate[kMaxRoutedExperts];
+  double gate[kMaxExperts];
   if (rule.gating == ExpertGating::Softmax) {
     float max_logit = -FLT_MAX;
     for (uint32_t e = 0; e < n_expert; ++e) max_logit = fmaxf(max_logit, l[e]);
@@ -32,7 +30,7 @@ __global__ void route_experts_kernel(const float* logits, uint32_t n_tokens, uin
   } else {
     for (uint32_t e = 0; e < n_expert; ++e) gate[e] = 1.0 / (1.0 + exp(-static_cast<double>(l[e])));
   }
-  uint32_t taken[kMaxRoutedExperts / 32] = {};
+  uint32_t taken[kMaxExperts / 32] = {};
   double chosen_sum = 0.0;
   int32_t* my_chosen = chosen + std::size_t{t} * n_used;
   for (uint32_t r = 0; r < n_used; ++r) {
@@ -62,7 +60,7 @@ __global__ void route_experts_kernel(const float* logits, uint32_t n_tokens, uin
 __global__ void group_expert_rows_kernel(const int32_t* chosen, const float* chosen_w, uint32_t n_slots,
                                          uint32_t n_used, uint32_t n_expert, uint32_t* first, int32_t* rows,
                                          int32_t* slots, float* weights) {
-  __shared__ uint32_t start[kMaxRoutedExperts + 1];
+  __shared__ uint32_t start[kMaxExperts + 1];
   enter_dependent_kernel();
   for (uint32_t e = threadIdx.x; e < n_expert; e += blockDim.x) {
     uint32_t count = 0;
@@ -94,7 +92,7 @@ void group_expert_rows(const int32_t* chosen, const float* chosen_w, uint32_t n_
                        uint32_t n_expert, uint32_t* first, int32_t* rows, int32_t* slots, float* weights,
                        cudaStream_t stream) {
   if (n_tokens == 0) return;
-  if (n_expert > kMaxRoutedExperts) throw CudaError("group_expert_rows: at most 256 experts");
+  if (n_expert > kMaxExperts) throw CudaError("group_expert_rows: at most 256 experts");
   launch_kernel(group_expert_rows_kernel, dim3(1), dim3(256), 0, stream, chosen, chosen_w, n_tokens * n_used, n_used,
                 n_expert, first, rows, slots, weights);
 }
@@ -103,8 +101,8 @@ void route_experts(const float* logits, uint32_t n_tokens, uint32_t n_expert, ui
                    const ExpertRouting& rule, const float* selection_bias, int32_t* chosen, float* weights,
                    cudaStream_t stream) {
   if (n_tokens == 0) return;
-  if (n_expert > kMaxRoutedExperts || n_used == 0 || n_used > n_expert)
-    throw CudaError("route_experts: 1 <= n_expert_used <= n_expert <= " + std::to_string(kMaxRoutedExperts));
+  if (n_expert > kMaxExperts || n_used == 0 || n_used > n_expert)
+    throw CudaError("route_experts: 1 <= n_expert_used <= n_expert <= " + std::to_string(kMaxExperts));
   constexpr uint32_t kBlock = 64;
   launch_kernel(route_experts_kernel, dim3((n_tokens + kBlock - 1) / kBlock), dim3(kBlock), 0, stream, logits,
                 n_tokens, n_expert, n_used, rule, selection_bias, chosen, weights);

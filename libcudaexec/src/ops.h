@@ -134,6 +134,10 @@ inline constexpr uint32_t kArgmaxParts = 128;
 void argmax_rows(const float* x, uint32_t n, uint32_t n_rows, ArgmaxCandidate* parts, int32_t* ids,
                  cudaStream_t stream);
 
+// Experts a mixture may have on the GPU (routing and grouping keep per-expert
+// tables of this size).
+inline constexpr uint32_t kMaxExperts = 256;
+
 // Each token's experts and weights from its router logits [n_tokens x
 // n_expert] as `rule` says (selection_bias: n_expert values or null):
 // chosen and weights [n_tokens x n_used], by rank.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cpu/vector_kernels.h"
+#include "lamina/model/forward.h"
 
 namespace lamina::model {
 
@@ -19,17 +20,76 @@ KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options)
       elem_bytes_(options.type == KvType::F32 ? 4 : 2) {
   if (n_ctx_ == 0 || n_seq_ == 0) throw ModelError("KV cache needs at least one position and one sequence");
   if (values_in_keys_ && v_dim_ > k_dim_) throw ModelError("KV cache: values stored in keys must not be wider");
-  k_bytes_per_seq_ = std::size_t{n_layer_} * n_ctx_ * k_dim_ * elem_bytes_;
-  const std::size_t v_per_seq = values_in_keys_ ? 0 : std::size_t{n_layer_} * n_ctx_ * v_dim_ * elem_bytes_;
-  storage_.resize((k_bytes_per_seq_ + v_per_seq) * n_seq_);
+  const uint32_t per_seq = kv_blocks_for(n_ctx_);
+  const bool own_runs = options.n_blocks == 0;
+  n_blocks_ = own_runs ? per_seq * n_seq_ : options.n_blocks;
+  if (own_runs && n_blocks_ / n_seq_ != per_seq)
+    throw ModelError("KV cache: " + std::to_string(n_seq_) + " slots of " + std::to_string(n_ctx_) +
+                     " positions need more than 2^32 blocks");
+  block_k_bytes_ = std::size_t{n_layer_} * kKvBlockPositions * k_dim_ * elem_bytes_;
+  const std::size_t block_v_bytes =
+      values_in_keys_ ? 0 : std::size_t{n_layer_} * kKvBlockPositions * v_dim_ * elem_bytes_;
+  block_bytes_ = block_k_bytes_ + block_v_bytes;
+  storage_.resize(block_bytes_ * n_blocks_);
+  tables_.resize(n_seq_);
+  if (own_runs) {
+    for (uint32_t s = 0; s < n_seq_; ++s) {
+      tables_[s].resize(per_seq);
+      for (uint32_t i = 0; i < per_seq; ++i) tables_[s][i] = s * per_seq + i;
+    }
+  }
+}
+
+void KvCache::set_block_table(uint32_t seq, std::span<const uint32_t> blocks) {
+  if (seq >= n_seq_)
+    throw ModelError("KV cache: block table for slot " + std::to_string(seq) + " of " + std::to_string(n_seq_));
+  if (blocks.size() > kv_blocks_for(n_ctx_))
+    throw ModelError("KV cache: " + std::to_string(blocks.size()) + " blocks for slot " + std::to_string(seq) +
+                     ", more than its " + std::to_string(n_ctx_) + " positions need");
+  for (std::size_t i = 0; i < blocks.size(); ++i)
+    if (blocks[i] >= n_blocks_)
+      throw ModelError("KV cache: block " + std::to_string(blocks[i]) + " (entry " + std::to_string(i) +
+                       " of slot " + std::to_string(seq) + "'s table) outside the pool of " +
+                       std::to_string(n_blocks_));
+  tables_[seq].assign(blocks.begin(), blocks.end());
+}
+
+std::span<const uint32_t> KvCache::block_table(uint32_t seq) const { return tables_.at(seq); }
+
+void KvCache::check_positions(std::span<const TokenInput> batch) const {
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const TokenInput& t = batch[i];
+    if (t.seq < n_seq_ && t.pos / kKvBlockPositions < tables_[t.seq].size()) continue;
+    throw ModelError("token " + std::to_string(i) + " of the batch: position " + std::to_string(t.pos) +
+                     " of slot " + std::to_string(t.seq) + " lies past the " +
+                     std::to_string(t.seq < n_seq_ ? tables_[t.seq].size() : 0) + " KV blocks its table holds");
+  }
+}
+
+std::size_t KvCache::block_offset(bool value, uint32_t block, uint32_t layer, uint32_t pos_in_block) const {
+  if (values_in_keys_) value = false;
+  const std::size_t dim = value ? v_dim_ : k_dim_;
+  return block_bytes_ * block + (value ? block_k_bytes_ : 0) +
+         (std::size_t{layer} * kKvBlockPositions + pos_in_block) * dim * elem_bytes_;
 }
 
 std::size_t KvCache::offset(bool value, uint32_t seq, uint32_t layer, uint32_t pos) const {
-  if (values_in_keys_) value = false;
-  const std::size_t dim = value ? v_dim_ : k_dim_;
-  const std::size_t v_bytes_per_seq = std::size_t{n_layer_} * n_ctx_ * v_dim_ * elem_bytes_;
-  std::size_t base = value ? k_bytes_per_seq_ * n_seq_ + v_bytes_per_seq * seq : k_bytes_per_seq_ * seq;
-  return base + ((std::size_t{layer} * n_ctx_ + pos) * dim) * elem_bytes_;
+  return block_offset(value, tables_[seq][pos / kKvBlockPositions], layer, pos % kKvBlockPositions);
+}
+
+void KvCache::copy_block(uint32_t src, uint32_t dst, uint32_t n_pos) {
+  if (src >= n_blocks_ || dst >= n_blocks_ || n_pos > kKvBlockPositions)
+    throw ModelError("KV cache: copying " + std::to_string(n_pos) + " positions from block " + std::to_string(src) +
+                     " to block " + std::to_string(dst) + " of " + std::to_string(n_blocks_) + " blocks of " +
+                     std::to_string(kKvBlockPositions) + " positions");
+  if (src == dst || n_pos == 0) return;
+  for (const bool value : {false, true}) {
+    if (value && values_in_keys_) continue;
+    const std::size_t bytes = std::size_t{n_pos} * (value ? v_dim_ : k_dim_) * elem_bytes_;
+    for (uint32_t layer = 0; layer < n_layer_; ++layer)
+      std::memcpy(storage_.data() + block_offset(value, dst, layer, 0),
+                  storage_.data() + block_offset(value, src, layer, 0), bytes);
+  }
 }
 
 void KvCache::store(bool value, uint32_t seq, uint32_t layer, uint32_t pos, const float* src) {
@@ -44,21 +104,18 @@ void KvCache::store(bool value, uint32_t seq, uint32_t layer, uint32_t pos, cons
 }
 
 void KvCache::load(bool value, uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const {
-  if (value && values_in_keys_) {
-    std::vector<float> row(k_dim_);
-    for (uint32_t i = 0; i < n_pos; ++i) {
-      load(false, seq, layer, pos0 + i, 1, row.data());
-      std::copy_n(row.data(), v_dim_, out + std::size_t{i} * v_dim_);
+  const std::size_t dim = value ? v_dim_ : k_dim_;
+  if (value && values_in_keys_) value = false;  // V is the head of each K row
+  // Row by row: consecutive positions may lie in different blocks.
+  for (uint32_t i = 0; i < n_pos; ++i) {
+    const std::byte* src = storage_.data() + offset(value, seq, layer, pos0 + i);
+    float* row = out + std::size_t{i} * dim;
+    if (type_ == KvType::F32) {
+      std::memcpy(row, src, dim * sizeof(float));
+    } else {
+      cpu::f16_to_f32_row(reinterpret_cast<const uint16_t*>(src), row, dim);
     }
-    return;
   }
-  const std::size_t n = std::size_t{n_pos} * (value ? v_dim_ : k_dim_);
-  const std::byte* src = storage_.data() + offset(value, seq, layer, pos0);
-  if (type_ == KvType::F32) {
-    std::memcpy(out, src, n * sizeof(float));
-    return;
-  }
-  cpu::f16_to_f32_row(reinterpret_cast<const uint16_t*>(src), out, n);
 }
 
 void KvCache::store_k(uint32_t seq, uint32_t layer, uint32_t pos, const float* k) { store(false, seq, layer, pos, k); }
@@ -68,21 +125,6 @@ void KvCache::load_k(uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos
 }
 void KvCache::load_v(uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const {
   load(true, seq, layer, pos0, n_pos, out);
-}
-
-void KvCache::copy_prefix(uint32_t src, uint32_t dst, uint32_t n_pos) {
-  if (src >= n_seq_ || dst >= n_seq_ || n_pos > n_ctx_)
-    throw ModelError("KV cache: copying " + std::to_string(n_pos) + " positions from slot " + std::to_string(src) +
-                     " to slot " + std::to_string(dst) + " of " + std::to_string(n_seq_) + " slots of " +
-                     std::to_string(n_ctx_) + " positions");
-  if (src == dst || n_pos == 0) return;
-  for (const bool value : {false, true}) {
-    if (value && values_in_keys_) continue;
-    const std::size_t bytes = std::size_t{n_pos} * (value ? v_dim_ : k_dim_) * elem_bytes_;
-    for (uint32_t layer = 0; layer < n_layer_; ++layer)
-      std::memcpy(storage_.data() + offset(value, dst, layer, 0), storage_.data() + offset(value, src, layer, 0),
-                  bytes);
-  }
 }
 
 const std::byte* KvCache::rows_of_type(KvType type, bool value, uint32_t seq, uint32_t layer, uint32_t pos0) const {

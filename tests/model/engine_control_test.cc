@@ -102,11 +102,39 @@ TEST(EngineControl, MaxTokensAndAFullContextEndWithLength) {
   EXPECT_TRUE(results[2].generated_ids.empty());
 }
 
+// Hands everything to another forward pass; the tests below change one part.
+class PassThroughForward : public Forward {
+ public:
+  explicit PassThroughForward(Forward& inner) : inner_(inner) {}
+  std::span<const float> decode(std::span<const TokenInput> batch) override { return inner_.decode(batch); }
+  std::vector<float> trace_last_token(std::span<const TokenInput> batch, std::vector<float>& logits) override {
+    return inner_.trace_last_token(batch, logits);
+  }
+  const ModelConfig& config() const override { return inner_.config(); }
+  uint32_t n_ctx() const override { return inner_.n_ctx(); }
+  uint32_t n_seq() const override { return inner_.n_seq(); }
+  std::size_t kv_cache_bytes() const override { return inner_.kv_cache_bytes(); }
+  std::string backend_name() const override { return inner_.backend_name(); }
+  bool copy_sequence(uint32_t src, uint32_t dst, uint32_t n_pos) override {
+    return inner_.copy_sequence(src, dst, n_pos);
+  }
+  uint32_t kv_blocks() const override { return inner_.kv_blocks(); }
+  void set_block_table(uint32_t seq, std::span<const uint32_t> blocks) override {
+    inner_.set_block_table(seq, blocks);
+  }
+  void copy_kv_block(uint32_t src, uint32_t dst, uint32_t n_pos) override { inner_.copy_kv_block(src, dst, n_pos); }
+  std::size_t kv_block_bytes() const override { return inner_.kv_block_bytes(); }
+
+ protected:
+  Forward& inner_;
+};
+
 // Passes logits through, except that one token wins at one position: the
 // test model never ends a story with an end-of-generation token by itself.
-class ForcedTokenForward final : public Forward {
+class ForcedTokenForward final : public PassThroughForward {
  public:
-  ForcedTokenForward(Forward& inner, int32_t token, uint32_t at_pos) : inner_(inner), token_(token), at_pos_(at_pos) {}
+  ForcedTokenForward(Forward& inner, int32_t token, uint32_t at_pos)
+      : PassThroughForward(inner), token_(token), at_pos_(at_pos) {}
 
   std::span<const float> decode(std::span<const TokenInput> batch) override {
     const auto logits = inner_.decode(batch);
@@ -119,17 +147,8 @@ class ForcedTokenForward final : public Forward {
     }
     return logits_;
   }
-  std::vector<float> trace_last_token(std::span<const TokenInput> batch, std::vector<float>& logits) override {
-    return inner_.trace_last_token(batch, logits);
-  }
-  const ModelConfig& config() const override { return inner_.config(); }
-  uint32_t n_ctx() const override { return inner_.n_ctx(); }
-  uint32_t n_seq() const override { return inner_.n_seq(); }
-  std::size_t kv_cache_bytes() const override { return inner_.kv_cache_bytes(); }
-  std::string backend_name() const override { return inner_.backend_name(); }
 
  private:
-  Forward& inner_;
   int32_t token_;
   uint32_t at_pos_;
   std::vector<float> logits_;
@@ -362,26 +381,16 @@ TEST(EngineControl, DestructorReportsEveryRequest) {
 }
 
 // A forward pass that fails when told to, for the error path.
-class FailingForward final : public Forward {
+class FailingForward final : public PassThroughForward {
  public:
-  explicit FailingForward(Forward& inner) : inner_(inner) {}
+  explicit FailingForward(Forward& inner) : PassThroughForward(inner) {}
   std::atomic<bool> fail{false};
 
   std::span<const float> decode(std::span<const TokenInput> batch) override {
     if (fail.exchange(false)) throw std::runtime_error("device lost");
     return inner_.decode(batch);
   }
-  std::vector<float> trace_last_token(std::span<const TokenInput> batch, std::vector<float>& logits) override {
-    return inner_.trace_last_token(batch, logits);
-  }
-  const ModelConfig& config() const override { return inner_.config(); }
-  uint32_t n_ctx() const override { return inner_.n_ctx(); }
-  uint32_t n_seq() const override { return inner_.n_seq(); }
-  std::size_t kv_cache_bytes() const override { return inner_.kv_cache_bytes(); }
   std::string backend_name() const override { return "failing " + inner_.backend_name(); }
-
- private:
-  Forward& inner_;
 };
 
 TEST(EngineControl, AFailedForwardPassEndsItsRequestsWithAnError) {

@@ -121,13 +121,13 @@ TEST_F(LatentVariants, SigmoidRouterWithSelectionBiasMatchesTheReference) {
 }
 
 // The cache holds [latent; rotated k] once per position and layer: 160
-// values here, not 4 heads x (96 + 64).
+// values here, not 4 heads x (96 + 64); 64 positions take one whole block.
 TEST_F(LatentVariants, CacheHoldsTheLatentOnly) {
   const auto model = Model::load(kFile);
   for (const KvType type : {KvType::F16, KvType::F32}) {
     CpuForward fwd(*model, {.n_ctx = 64, .kv_type = type, .n_threads = 1});
     const std::size_t per_value = type == KvType::F16 ? 2 : 4;
-    EXPECT_EQ(fwd.kv_cache_bytes(), std::size_t{64} * 2 * (128 + 32) * per_value);
+    EXPECT_EQ(fwd.kv_cache_bytes(), std::size_t{kKvBlockPositions} * 2 * (128 + 32) * per_value);
   }
 }
 

@@ -45,6 +45,7 @@ class Attention {
  public:
   static constexpr uint32_t kTilePositions = 64;
   static constexpr uint32_t kTokensPerGroup = 16;
+  static_assert(kKvBlockPositions % kTilePositions == 0, "a tile reads its rows from one KV block");
 
   explicit Attention(int n_threads);
   void run(const AttentionShape& shape, const KvCache& cache, uint32_t layer,

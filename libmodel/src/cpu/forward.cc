@@ -86,7 +86,7 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
       w(m.weights()),
       options(o),
       pool(static_cast<std::size_t>(default_threads(o.n_threads))),
-      cache(c, {context_size(c, o.n_ctx), o.n_seq, o.kv_type}),
+      cache(c, {context_size(c, o.n_ctx), o.n_seq, o.kv_type, o.kv_blocks}),
       linear(pool, o.exact_activations),
       attention(static_cast<int>(pool.num_threads())),
       moe(c, o.max_batch),
@@ -152,6 +152,7 @@ void CpuForward::State::norm(const Vector& weight, const Vector& bias, const flo
 
 void CpuForward::State::check(std::span<const TokenInput> batch) const {
   check_batch(batch, batch_limits(c, w, cache.n_ctx(), cache.n_seq()));
+  cache.check_positions(batch);
 }
 
 void CpuForward::State::embed(std::span<const TokenInput> batch) {
@@ -403,8 +404,23 @@ int CpuForward::n_threads() const { return static_cast<int>(state_->pool.num_thr
 std::size_t CpuForward::kv_cache_bytes() const { return state_->cache.bytes(); }
 
 bool CpuForward::copy_sequence(uint32_t src, uint32_t dst, uint32_t n_pos) {
-  state_->cache.copy_prefix(src, dst, n_pos);
+  KvCache& cache = state_->cache;
+  if (src >= cache.n_seq() || dst >= cache.n_seq() || n_pos > cache.n_ctx())
+    throw ModelError("copy_sequence: " + std::to_string(n_pos) + " positions from slot " + std::to_string(src) +
+                     " to slot " + std::to_string(dst) + " of " + std::to_string(cache.n_seq()));
+  const std::span<const uint32_t> from = cache.block_table(src), to = cache.block_table(dst);
+  for (uint32_t i = 0; i < kv_blocks_for(n_pos); ++i) {
+    if (i >= from.size() || i >= to.size()) throw ModelError("copy_sequence: a slot's block table is too short");
+    cache.copy_block(from[i], to[i], std::min(kKvBlockPositions, n_pos - i * kKvBlockPositions));
+  }
   return true;
 }
+
+uint32_t CpuForward::kv_blocks() const { return state_->cache.n_blocks(); }
+void CpuForward::set_block_table(uint32_t seq, std::span<const uint32_t> blocks) {
+  state_->cache.set_block_table(seq, blocks);
+}
+void CpuForward::copy_kv_block(uint32_t src, uint32_t dst, uint32_t n_pos) { state_->cache.copy_block(src, dst, n_pos); }
+std::size_t CpuForward::kv_block_bytes() const { return state_->cache.block_bytes(); }
 
 }  // namespace lamina::model

@@ -26,6 +26,10 @@ struct LAMINA_MODEL_API ForwardOptions {
   uint32_t n_seq = 1;        // sequence slots in the KV cache
   uint32_t max_batch = 512;  // tokens per internal step; larger batches are split
   KvType kv_type = KvType::F16;  // half the memory of F32, as llama.cpp defaults
+  // Blocks of kKvBlockPositions positions in the KV cache's pool, which the
+  // slots share through their block tables (set_block_table); 0: enough for
+  // every slot's whole context, each slot starting with its own run.
+  uint32_t kv_blocks = 0;
   int n_threads = 0;         // 0: all hardware threads
   // Exact numerics: quantized weights meet f32 activations and GELU is
   // computed exactly. The default follows llama.cpp's CPU backend instead
@@ -103,6 +107,20 @@ class LAMINA_MODEL_API Forward {
   // the caller then computes the prompt in `dst` itself.
   virtual bool copy_sequence(uint32_t src, uint32_t dst, uint32_t n_pos);
 
+  // The KV cache is a pool of kv_blocks() blocks of kKvBlockPositions
+  // positions (lamina/model/kv_cache.h). Slot `seq` reads and writes its
+  // positions [i * kKvBlockPositions, (i + 1) * kKvBlockPositions) in
+  // blocks[i] from the next batch on; a position past its table is refused
+  // (ModelError). Slots may share blocks whose positions they only read, so
+  // a prompt prefix computed once serves every sequence that starts with it.
+  virtual uint32_t kv_blocks() const = 0;
+  virtual void set_block_table(uint32_t seq, std::span<const uint32_t> blocks) = 0;
+  // Positions [0, n_pos) of every layer of block `src` into block `dst` (a
+  // shared block's prefix, for a sequence that goes on differently).
+  virtual void copy_kv_block(uint32_t src, uint32_t dst, uint32_t n_pos) = 0;
+  // Bytes of one block (all layers, K and V).
+  virtual std::size_t kv_block_bytes() const = 0;
+
   // Runs `batch` like decode() but returns, for the entries with `logits`
   // set, the hidden state after the final norm instead of logits
   // ([n_wanted x n_embd], valid until the next call); the output head is
@@ -127,6 +145,10 @@ class LAMINA_MODEL_API CpuForward final : public Forward {
   std::size_t kv_cache_bytes() const override;
   std::string backend_name() const override;
   bool copy_sequence(uint32_t src, uint32_t dst, uint32_t n_pos) override;
+  uint32_t kv_blocks() const override;
+  void set_block_table(uint32_t seq, std::span<const uint32_t> blocks) override;
+  void copy_kv_block(uint32_t src, uint32_t dst, uint32_t n_pos) override;
+  std::size_t kv_block_bytes() const override;
   std::span<const float> hidden_states(std::span<const TokenInput> batch) override;
 
  private:

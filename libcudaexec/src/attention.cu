@@ -44,12 +44,6 @@ __device__ __forceinline__ void split_half2(float a, float b, uint32_t& hi, uint
   lo = pack_half2(__fsub_rn(a, back.x), __fsub_rn(b, back.y));
 }
 
-__device__ __forceinline__ void cp_async16_or_zero(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(dst)), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-
 // Attention for a tile of query rows: D is the head size padded to a
 // multiple of 16 (the f16 MMA's k), W the warps (16 rows each). Per span
 // (kPerTile false) a block computes span blockIdx.z and leaves records for
@@ -136,22 +130,20 @@ __global__ void __launch_bounds__(32 * W) attention_span_kernel(const SpanParams
     }
   }
 
-  // This sequence's keys and values of this KV head at layer `layer`, one
-  // cache row per position.
-  const __half* k_rows = p.kv.k + p.kv.k_offset(seq, p.layer, 0) + kvh * s.head_dim_k;
-  const __half* v_rows = p.kv.v + p.kv.v_offset(seq, p.layer, 0) + kvh * s.head_dim_v;
+  // This sequence's keys and values of this KV head at layer `layer`: a
+  // chunk's rows lie in one block of the cache, one row per position.
   auto load_chunk = [&](uint32_t first, int buf) {
+    const std::size_t block_row = p.kv.row(seq, p.layer, first);
+    const __half* k_rows = p.kv.k + block_row * p.kv.k_dim + kvh * s.head_dim_k;
+    const __half* v_rows = p.kv.v + block_row * p.kv.v_dim + kvh * s.head_dim_v;
 #pragma unroll
     for (int i = tid; i < kChunk * (D / 8); i += 32 * W) {
       const int key = i / (D / 8), d0 = (i % (D / 8)) * 8;
-      const uint32_t kpos = first + static_cast<uint32_t>(key);
-      const bool in_cache = kpos < p.kv.n_ctx;
-      const std::size_t at = in_cache ? kpos : 0;
       if (static_cast<uint32_t>(d0) < s.head_dim_k) {
-        cp_async16_or_zero(k_buf + (buf * kChunk + key) * kStride + d0, k_rows + at * p.kv.k_dim + d0, in_cache);
+        cp_async16(k_buf + (buf * kChunk + key) * kStride + d0, k_rows + std::size_t(key) * p.kv.k_dim + d0);
       }
       if (static_cast<uint32_t>(d0) < s.head_dim_v) {
-        cp_async16_or_zero(v_buf + (buf * kChunk + key) * kStride + d0, v_rows + at * p.kv.v_dim + d0, in_cache);
+        cp_async16(v_buf + (buf * kChunk + key) * kStride + d0, v_rows + std::size_t(key) * p.kv.v_dim + d0);
       }
     }
   };

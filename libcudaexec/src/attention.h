@@ -36,6 +36,8 @@ namespace lamina::cudaexec::detail {
 inline constexpr uint32_t kAttentionSpan = 256;
 inline constexpr uint32_t kAttentionChunk = 64;
 inline constexpr uint32_t kAttentionMaxHeadDim = 256;
+static_assert(kAttentionSpan == model::kKvBlockPositions && kAttentionSpan % kAttentionChunk == 0,
+              "a span is one block of the KV cache, a chunk lies in one block");
 // Per-tile launches: heads up to this wide, and at least 1.5 blocks per SM
 // (measured on an H100 for 512 new rows: Llama-3-8B's 256 blocks are
 // 23-32% faster per tile; Qwen2's 104-114 leave SMs idle, 4-40% slower than

@@ -37,10 +37,24 @@ class DeviceArray {
   detail::DeviceAllocation memory_;
 };
 
-std::vector<__half> to_half(const float* x, std::size_t n) {
-  std::vector<__half> h(n);
-  for (std::size_t i = 0; i < n; ++i) h[i] = __float2half_rn(x[i]);
-  return h;
+// One sequence's rows [n_pos][dim] as a one-layer paged cache holds them,
+// its blocks in reverse order: a kernel that ignored the block table would
+// read other positions' rows.
+struct PagedRows {
+  std::vector<__half> rows;
+  std::vector<uint32_t> table;
+};
+
+PagedRows paged_rows(const float* x, uint32_t n_pos, uint32_t dim) {
+  const uint32_t n_blocks = model::kv_blocks_for(n_pos), block = model::kKvBlockPositions;
+  PagedRows paged{std::vector<__half>(std::size_t{n_blocks} * block * dim, __float2half_rn(0.0f)),
+                  std::vector<uint32_t>(n_blocks)};
+  for (uint32_t b = 0; b < n_blocks; ++b) paged.table[b] = n_blocks - 1 - b;
+  for (uint32_t p = 0; p < n_pos; ++p)
+    for (uint32_t d = 0; d < dim; ++d)
+      paged.rows[(std::size_t{paged.table[p / block]} * block + p % block) * dim + d] =
+          __float2half_rn(x[std::size_t{p} * dim + d]);
+  return paged;
 }
 
 // Everything one sequence's attention needs on the device, and its launches.
@@ -52,8 +66,9 @@ class AttentionRun {
         shape_{c.n_head, c.n_head_kv, c.head_dim, c.head_dim, c.scale, c.softcap, c.window},
         sinks_(c.sinks ? c.n_head : 0),
         q_(std::size_t{c.n_rows} * c.n_head * c.head_dim),
-        k_(std::size_t{n_ctx_} * c.n_head_kv * c.head_dim),
-        v_(std::size_t{n_ctx_} * c.n_head_kv * c.head_dim),
+        k_(std::size_t{model::kv_blocks_for(n_ctx_)} * model::kKvBlockPositions * c.n_head_kv * c.head_dim),
+        v_(std::size_t{model::kv_blocks_for(n_ctx_)} * model::kKvBlockPositions * c.n_head_kv * c.head_dim),
+        table_(model::kv_blocks_for(n_ctx_)),
         seq_(c.n_rows),
         pos_(c.n_rows),
         tiles_(c.n_rows),
@@ -64,13 +79,16 @@ class AttentionRun {
       sinks_.upload(std::vector<float>(c.sinks, c.sinks + c.n_head));
       shape_.sinks = sinks_.get();
     }
-    k_.upload(to_half(k, std::size_t{n_ctx_} * c.n_head_kv * c.head_dim));
-    v_.upload(to_half(v, std::size_t{n_ctx_} * c.n_head_kv * c.head_dim));
+    const uint32_t kv_dim = c.n_head_kv * c.head_dim;
+    const PagedRows paged_k = paged_rows(k, n_ctx_, kv_dim), paged_v = paged_rows(v, n_ctx_, kv_dim);
+    k_.upload(paged_k.rows);
+    v_.upload(paged_v.rows);
+    table_.upload(paged_k.table);
     seq_.upload(std::vector<uint32_t>(c.n_rows, 0));
     std::vector<uint32_t> pos(c.n_rows);
     for (uint32_t r = 0; r < c.n_rows; ++r) pos[r] = c.past + r;
     pos_.upload(pos);
-    kv_ = {k_.get(), v_.get(), 1, n_ctx_, c.n_head_kv * c.head_dim, c.n_head_kv * c.head_dim};
+    kv_ = {k_.get(), v_.get(), table_.get(), 1, model::kv_blocks_for(n_ctx_), kv_dim, kv_dim};
     LAMINA_CUDA_CHECK(cudaMemset(out_.get(), 0xFF, std::size_t{c.n_rows} * c.n_head * c.head_dim * sizeof(float)));
   }
 
@@ -122,7 +140,7 @@ class AttentionRun {
   DeviceArray<float> sinks_;
   DeviceArray<float> q_;
   DeviceArray<__half> k_, v_;
-  DeviceArray<uint32_t> seq_, pos_;
+  DeviceArray<uint32_t> table_, seq_, pos_;
   DeviceArray<detail::AttentionTile> tiles_;
   DeviceArray<float> workspace_;
   DeviceArray<float> out_;
@@ -148,17 +166,20 @@ std::vector<float> check_latent_attention(const LatentAttentionCheck& c, const f
   const detail::AttentionShape shape{c.n_head, 1, c.key_dim, c.value_dim, c.scale};
   const std::size_t q_row = std::size_t{c.n_head} * c.key_dim, out_row = std::size_t{c.n_head} * c.value_dim;
   DeviceArray<float> q_dev(c.n_rows * q_row), out(c.n_rows * out_row);
-  DeviceArray<__half> k_dev(std::size_t{n_ctx} * c.key_dim);
-  DeviceArray<uint32_t> seq(c.n_rows), pos(c.n_rows);
+  const PagedRows paged = paged_rows(keys, n_ctx, c.key_dim);
+  DeviceArray<__half> k_dev(paged.rows.size());
+  DeviceArray<uint32_t> table(paged.table.size()), seq(c.n_rows), pos(c.n_rows);
   DeviceArray<float> workspace(detail::attention_workspace_floats(shape, c.n_rows, n_spans));
   q_dev.upload(std::vector<float>(q, q + c.n_rows * q_row));
-  k_dev.upload(to_half(keys, std::size_t{n_ctx} * c.key_dim));
+  k_dev.upload(paged.rows);
+  table.upload(paged.table);
   seq.upload(std::vector<uint32_t>(c.n_rows, 0));
   std::vector<uint32_t> positions(c.n_rows);
   for (uint32_t r = 0; r < c.n_rows; ++r) positions[r] = c.past + r;
   pos.upload(positions);
   LAMINA_CUDA_CHECK(cudaMemset(out.get(), 0xFF, c.n_rows * out_row * sizeof(float)));
-  const detail::KvView kv{k_dev.get(), nullptr, 1, n_ctx, c.key_dim, 0};
+  const detail::KvView kv{k_dev.get(), nullptr, table.get(), 1, static_cast<uint32_t>(paged.table.size()), c.key_dim,
+                          0};
   if (decode) {
     for (uint32_t r = 0; r < c.n_rows; ++r)
       detail::latent_attention(shape, kv, 0, q_dev.get() + r * q_row, q_row, seq.get() + r, pos.get() + r, 1, n_spans,

@@ -59,11 +59,15 @@ struct Executor::Impl {
 
   // Runs one internal step of at most max_rows rows and max_logit_rows
   // logits rows; leaves logits (and argmax when asked) on the device.
-  uint32_t run_step(std::span<const model::TokenInput> batch, bool want_argmax,
+  // `output`: what the wanted rows end with.
+  enum class Output { Logits, Argmax, Hidden };
+  uint32_t run_step(std::span<const model::TokenInput> batch, Output output,
                     const std::function<void(int)>* after_layer = nullptr);
   // Splits `batch` into steps and calls consume(step logits rows, first output row) after each.
   template <typename Consume>
-  void for_each_step(std::span<const model::TokenInput> batch, bool want_argmax, Consume&& consume);
+  void for_each_step(std::span<const model::TokenInput> batch, Output output, Consume&& consume);
+  // Throws ModelError naming the first token past its slot's block table.
+  void check_positions(std::span<const model::TokenInput> batch) const;
   cudaGraphExec_t graph_for(uint32_t n);
 
   model::ModelConfig model;
@@ -76,6 +80,11 @@ struct Executor::Impl {
   cudaStream_t stream = nullptr;
   DeviceWeights weights;
   DeviceAllocation kv_storage;
+  DeviceAllocation kv_tables;                // [n_seq][blocks_per_seq] on the device
+  std::vector<uint32_t> table_host;          // the same on the host
+  std::vector<uint32_t> table_size;          // blocks in each slot's table
+  uint32_t n_blocks = 0, blocks_per_seq = 0;
+  std::size_t block_k_bytes = 0, block_v_bytes = 0;
   KvView kv;
   DeviceAllocation step_storage;
   StepBuffers buffers;
@@ -128,29 +137,47 @@ Executor::Impl::Impl(const model::ModelConfig& m, const model::Weights& w, const
   // Everything is sized before anything is allocated, so a model that does
   // not fit fails with one clear message.
   const std::size_t weight_bytes = device_weight_bytes(m, w);
+  blocks_per_seq = model::kv_blocks_for(o.n_ctx);
+  const bool own_runs = o.kv_blocks == 0;
+  n_blocks = own_runs ? blocks_per_seq * o.n_seq : o.kv_blocks;
+  if (own_runs && n_blocks / o.n_seq != blocks_per_seq)
+    throw CudaError("executor options: " + std::to_string(o.n_seq) + " slots of " + std::to_string(o.n_ctx) +
+                    " positions need more than 2^32 KV blocks");
   kv.n_layer = m.n_layer;
-  kv.n_ctx = o.n_ctx;
+  kv.max_blocks = blocks_per_seq;
   kv.k_dim = attention_shape.n_head_kv * attention_shape.head_dim_k;
   // Latent attention's values lie in its keys.
   kv.v_dim = latent ? 0 : attention_shape.n_head_kv * attention_shape.head_dim_v;
-  const std::size_t kv_elems = std::size_t{o.n_seq} * m.n_layer * o.n_ctx;
-  const std::size_t kv_bytes = kv_elems * (kv.k_dim + kv.v_dim) * sizeof(__half);
+  const std::size_t block_rows = std::size_t{m.n_layer} * model::kKvBlockPositions;
+  block_k_bytes = block_rows * kv.k_dim * sizeof(__half);
+  block_v_bytes = block_rows * kv.v_dim * sizeof(__half);
+  const std::size_t kv_bytes = n_blocks * (block_k_bytes + block_v_bytes);
+  const std::size_t table_bytes = std::size_t{o.n_seq} * blocks_per_seq * sizeof(uint32_t);
   BumpLayout measure;
   layout_step_buffers(m, in, sizes, measure);
   const std::size_t step_bytes = measure.size();
-  const std::size_t need = weight_bytes + kv_bytes + step_bytes;
+  const std::size_t need = weight_bytes + kv_bytes + table_bytes + step_bytes;
   const std::size_t reserve = 256u << 20;  // CUDA context, graphs, kernels' own needs
   if (need + reserve > info.free_bytes)
     throw CudaError("the model does not fit on GPU " + std::to_string(o.device) + " (" + info.name + "): weights " +
-                    mib(weight_bytes) + " + KV cache " + mib(kv_bytes) + " (n_ctx " + std::to_string(o.n_ctx) +
-                    " x " + std::to_string(o.n_seq) + " seq) + workspace " + mib(step_bytes) + " = " + mib(need) +
+                    mib(weight_bytes) + " + KV cache " + mib(kv_bytes) + " (" + std::to_string(n_blocks) +
+                    " blocks of " + std::to_string(model::kKvBlockPositions) + " positions) + workspace " + mib(step_bytes) + " = " + mib(need) +
                     ", free " + mib(info.free_bytes) + "; try a smaller context");
 
   LAMINA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   weights = upload_weights(m, w);
   kv_storage = DeviceAllocation(kv_bytes, "the KV cache");
   kv.k = static_cast<__half*>(kv_storage.get());
-  kv.v = kv.k + kv_elems * kv.k_dim;
+  kv.v = kv.k + std::size_t{n_blocks} * block_rows * kv.k_dim;
+  // Each slot starts with its own run of blocks, or (a pool of another size)
+  // with none; unused entries point at block 0 and are never read.
+  table_host.assign(std::size_t{o.n_seq} * blocks_per_seq, 0);
+  table_size.assign(o.n_seq, own_runs ? blocks_per_seq : 0);
+  if (own_runs)
+    for (std::size_t i = 0; i < table_host.size(); ++i) table_host[i] = static_cast<uint32_t>(i);
+  kv_tables = DeviceAllocation(table_bytes, "the KV block tables");
+  kv.blocks = static_cast<const uint32_t*>(kv_tables.get());
+  LAMINA_CUDA_CHECK(cudaMemcpy(kv_tables.get(), table_host.data(), table_bytes, cudaMemcpyHostToDevice));
   // Attention weighs the keys past a query's position by exactly 0; the
   // values there must be finite (0 times NaN is NaN), so the cache starts zeroed.
   LAMINA_CUDA_CHECK(cudaMemset(kv_storage.get(), 0, kv_bytes));
@@ -204,7 +231,7 @@ cudaGraphExec_t Executor::Impl::graph_for(uint32_t n) {
   return exec;
 }
 
-uint32_t Executor::Impl::run_step(std::span<const model::TokenInput> batch, bool want_argmax,
+uint32_t Executor::Impl::run_step(std::span<const model::TokenInput> batch, Output output,
                                   const std::function<void(int)>* after_layer) {
   const auto n = static_cast<uint32_t>(batch.size());
   uint32_t n_out = 0;
@@ -216,7 +243,7 @@ uint32_t Executor::Impl::run_step(std::span<const model::TokenInput> batch, bool
     max_pos = std::max(max_pos, batch[i].pos);
     if (batch[i].logits) staging->out_rows[n_out++] = static_cast<int32_t>(i);
   }
-  const bool decode_shape = n <= options.n_seq && n_out == n && after_layer == nullptr;
+  const bool decode_shape = n <= options.n_seq && n_out == n && after_layer == nullptr && output != Output::Hidden;
   cudaGraphExec_t exec = graphs_ok && decode_shape ? graph_for(n) : nullptr;
   AttentionPlan attention;
   if (exec) {
@@ -234,15 +261,16 @@ uint32_t Executor::Impl::run_step(std::span<const model::TokenInput> batch, bool
   if (exec) {
     LAMINA_CUDA_CHECK(cudaGraphLaunch(exec, stream));
   } else {
-    step->enqueue(n, n_out, attention, stream, after_layer);
+    step->enqueue(n, n_out, attention, stream, after_layer, output == Output::Hidden);
   }
-  if (want_argmax && n_out > 0) argmax_rows(buffers.logits, model.n_vocab, n_out, buffers.argmax_parts, buffers.argmax, stream);
+  if (output == Output::Argmax && n_out > 0) argmax_rows(buffers.logits, model.n_vocab, n_out, buffers.argmax_parts, buffers.argmax, stream);
   return n_out;
 }
 
 template <typename Consume>
-void Executor::Impl::for_each_step(std::span<const model::TokenInput> batch, bool want_argmax, Consume&& consume) {
+void Executor::Impl::for_each_step(std::span<const model::TokenInput> batch, Output output, Consume&& consume) {
   model::check_batch(batch, limits);
+  check_positions(batch);
   std::size_t start = 0, out_row = 0;
   while (start < batch.size()) {
     // As many rows as fit, with at most max_logit_rows of them wanting logits.
@@ -255,7 +283,7 @@ void Executor::Impl::for_each_step(std::span<const model::TokenInput> batch, boo
       }
       ++end;
     }
-    const uint32_t n_out = run_step(batch.subspan(start, end - start), want_argmax);
+    const uint32_t n_out = run_step(batch.subspan(start, end - start), output);
     consume(n_out, out_row);
     out_row += n_out;
     start = end;
@@ -271,7 +299,7 @@ Executor::~Executor() = default;
 void Executor::forward(std::span<const model::TokenInput> batch, float* logits_out) {
   Impl& s = *impl_;
   const std::size_t V = s.model.n_vocab;
-  s.for_each_step(batch, false, [&](uint32_t n_out, std::size_t first) {
+  s.for_each_step(batch, Impl::Output::Logits, [&](uint32_t n_out, std::size_t first) {
     if (n_out > 0)
       LAMINA_CUDA_CHECK(cudaMemcpyAsync(logits_out + first * V, s.buffers.logits, n_out * V * sizeof(float),
                                         cudaMemcpyDeviceToHost, s.stream));
@@ -281,7 +309,7 @@ void Executor::forward(std::span<const model::TokenInput> batch, float* logits_o
 
 void Executor::forward_argmax(std::span<const model::TokenInput> batch, int32_t* ids_out) {
   Impl& s = *impl_;
-  s.for_each_step(batch, true, [&](uint32_t n_out, std::size_t first) {
+  s.for_each_step(batch, Impl::Output::Argmax, [&](uint32_t n_out, std::size_t first) {
     if (n_out > 0)
       LAMINA_CUDA_CHECK(cudaMemcpyAsync(s.staging->argmax, s.buffers.argmax, n_out * sizeof(int32_t),
                                         cudaMemcpyDeviceToHost, s.stream));
@@ -296,6 +324,7 @@ std::vector<float> Executor::trace_last_token(std::span<const model::TokenInput>
   if (batch.empty()) throw CudaError("trace_last_token: empty batch");
   if (batch.size() > s.sizes.max_rows) throw CudaError("trace_last_token: batch larger than max_batch");
   model::check_batch(batch, s.limits);
+  s.check_positions(batch);
   std::vector<model::TokenInput> rows(batch.begin(), batch.end());
   for (auto& t : rows) t.logits = false;
   rows.back().logits = true;
@@ -306,13 +335,79 @@ std::vector<float> Executor::trace_last_token(std::span<const model::TokenInput>
     LAMINA_CUDA_CHECK(cudaMemcpyAsync(trace.data() + (layer + 1) * E, s.buffers.x + last * E, E * sizeof(float),
                                       cudaMemcpyDeviceToHost, s.stream));
   };
-  s.run_step(rows, false, &after);
+  s.run_step(rows, Impl::Output::Logits, &after);
   logits_out.resize(s.model.n_vocab);
   LAMINA_CUDA_CHECK(cudaMemcpyAsync(logits_out.data(), s.buffers.logits, logits_out.size() * sizeof(float),
                                     cudaMemcpyDeviceToHost, s.stream));
   LAMINA_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   return trace;
 }
+
+void Executor::hidden_states(std::span<const model::TokenInput> batch, float* hidden_out) {
+  Impl& s = *impl_;
+  const std::size_t E = s.model.n_embd;
+  s.for_each_step(batch, Impl::Output::Hidden, [&](uint32_t n_out, std::size_t first) {
+    if (n_out > 0)
+      LAMINA_CUDA_CHECK(cudaMemcpyAsync(hidden_out + first * E, s.buffers.h, n_out * E * sizeof(float),
+                                        cudaMemcpyDeviceToHost, s.stream));
+    LAMINA_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  });
+}
+
+void Executor::Impl::check_positions(std::span<const model::TokenInput> batch) const {
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const model::TokenInput& t = batch[i];
+    if (t.pos / model::kKvBlockPositions < table_size[t.seq]) continue;
+    throw model::ModelError("token " + std::to_string(i) + " of the batch: position " + std::to_string(t.pos) +
+                            " of slot " + std::to_string(t.seq) + " lies past the " +
+                            std::to_string(table_size[t.seq]) + " KV blocks its table holds");
+  }
+}
+
+void Executor::set_block_table(uint32_t seq, std::span<const uint32_t> blocks) {
+  Impl& s = *impl_;
+  if (seq >= s.options.n_seq)
+    throw model::ModelError("KV cache: block table for slot " + std::to_string(seq) + " of " +
+                            std::to_string(s.options.n_seq));
+  if (blocks.size() > s.blocks_per_seq)
+    throw model::ModelError("KV cache: " + std::to_string(blocks.size()) + " blocks for slot " + std::to_string(seq) +
+                            ", more than its " + std::to_string(s.options.n_ctx) + " positions need");
+  for (std::size_t i = 0; i < blocks.size(); ++i)
+    if (blocks[i] >= s.n_blocks)
+      throw model::ModelError("KV cache: block " + std::to_string(blocks[i]) + " (entry " + std::to_string(i) +
+                              " of slot " + std::to_string(seq) + "'s table) outside the pool of " +
+                              std::to_string(s.n_blocks));
+  uint32_t* row = s.table_host.data() + std::size_t{seq} * s.blocks_per_seq;
+  std::copy(blocks.begin(), blocks.end(), row);
+  std::fill(row + blocks.size(), row + s.blocks_per_seq, 0u);
+  s.table_size[seq] = static_cast<uint32_t>(blocks.size());
+  // Ordered before the next step on the stream; from pageable memory the
+  // call returns once the row has been staged.
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(const_cast<uint32_t*>(s.kv.blocks) + std::size_t{seq} * s.blocks_per_seq, row,
+                                    s.blocks_per_seq * sizeof(uint32_t), cudaMemcpyHostToDevice, s.stream));
+}
+
+void Executor::copy_kv_block(uint32_t src, uint32_t dst, uint32_t n_pos) {
+  Impl& s = *impl_;
+  if (src >= s.n_blocks || dst >= s.n_blocks || n_pos > model::kKvBlockPositions)
+    throw model::ModelError("KV cache: copying " + std::to_string(n_pos) + " positions from block " +
+                            std::to_string(src) + " to block " + std::to_string(dst) + " of " +
+                            std::to_string(s.n_blocks) + " blocks of " + std::to_string(model::kKvBlockPositions) +
+                            " positions");
+  if (src == dst || n_pos == 0) return;
+  // Per layer, the block's first n_pos rows: one 2D copy for K and one for V.
+  const KvView& kv = s.kv;
+  for (const auto& [base, dim] : {std::pair{kv.k, kv.k_dim}, std::pair{kv.v, kv.v_dim}}) {
+    if (dim == 0) continue;
+    const std::size_t pitch = std::size_t{model::kKvBlockPositions} * dim * sizeof(__half);
+    LAMINA_CUDA_CHECK(cudaMemcpy2DAsync(base + kv.block_rows(dst, 0) * dim, pitch, base + kv.block_rows(src, 0) * dim,
+                                        pitch, std::size_t{n_pos} * dim * sizeof(__half), kv.n_layer,
+                                        cudaMemcpyDeviceToDevice, s.stream));
+  }
+}
+
+uint32_t Executor::kv_blocks() const { return impl_->n_blocks; }
+std::size_t Executor::kv_block_bytes() const { return impl_->block_k_bytes + impl_->block_v_bytes; }
 
 const DeviceInfo& Executor::device() const { return impl_->info; }
 

@@ -280,7 +280,7 @@ void ForwardStep::ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream) {
 }
 
 void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionPlan& attention, cudaStream_t stream,
-                          const std::function<void(int)>* after_layer) {
+                          const std::function<void(int)>* after_layer, bool hidden_only) {
   const uint32_t E = m_.n_embd;
   forget_activations();
   gather_rows(w_.token_embd.format, w_.token_embd.data, E, b_.ids, n, m_.embedding_scale(), b_.x, stream);
@@ -302,6 +302,7 @@ void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionPlan
   }
   if (n_logit_rows == 0) return;
   norm_input(w_.output, w_.output_norm, w_.output_norm_bias, b_.out_rows, n_logit_rows, stream);
+  if (hidden_only) return;
   linear(w_.output, b_.h, n_logit_rows, b_.logits, m_.n_vocab, nullptr, nullptr, stream);
   if (m_.final_softcap > 0.0f) softcap(b_.logits, std::size_t{n_logit_rows} * m_.n_vocab, m_.final_softcap, stream);
 }

@@ -84,8 +84,10 @@ class ForwardStep {
   // device), n_logit_rows of them wanting logits. after_layer(i) runs on the
   // host after enqueuing layer i (-1: the embedding), for tracing.
   // `attention` says how attention is launched (its tiles on the device).
+  // With `hidden_only`, the wanted rows end after the final norm (in
+  // buffers.h, n_embd apart) and the output head is not run: embeddings.
   void enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionPlan& attention, cudaStream_t stream,
-               const std::function<void(int)>* after_layer = nullptr);
+               const std::function<void(int)>* after_layer = nullptr, bool hidden_only = false);
 
  private:
   // y = W x (+ bias) (+ residual), x quantized once per format and source.

@@ -47,7 +47,8 @@ __global__ void __launch_bounds__(kThreads) latent_attention_kernel(const SpanPa
     const uint32_t h = head0 + i / dk;
     qs[i] = h < s.n_head ? p.q[row * p.q_stride + std::size_t{h} * dk + i % dk] : 0.0f;
   }
-  const __half* cache = p.kv.k + p.kv.k_offset(p.seq[row], p.layer, 0);
+  // The span's rows: one block of the cache.
+  const __half* cache = p.kv.k + p.kv.k_offset(p.seq[row], p.layer, span_first);
   const float2* q_head = reinterpret_cast<const float2*>(qs + hl * dk);
   float* w_head = weights + hl * kChunkKeys;
 
@@ -59,7 +60,7 @@ __global__ void __launch_bounds__(kThreads) latent_attention_kernel(const SpanPa
     for (uint32_t i = tid; i < kChunkKeys * pairs; i += kThreads) {
       const uint32_t k = i / pairs, d2 = i % pairs, at = c0 + k;
       reinterpret_cast<__half2*>(keys + k * ks)[d2] =
-          at >= lo && at <= hi ? reinterpret_cast<const __half2*>(cache + std::size_t{at} * p.kv.k_dim)[d2]
+          at >= lo && at <= hi ? reinterpret_cast<const __half2*>(cache + std::size_t{at - span_first} * p.kv.k_dim)[d2]
                                : __float2half2_rn(0.0f);
     }
     __syncthreads();

@@ -13,6 +13,7 @@
 
 #include "lamina/model/architecture.h"
 #include "lamina/model/config.h"
+#include "lamina/model/kv_cache.h"
 #include "lamina/quant/format.h"
 
 namespace lamina::cudaexec::detail {
@@ -53,16 +54,30 @@ bool norm_rows_quantized(NormKind kind, const float* x, std::size_t x_stride, co
                          const float* b, float eps, uint32_t n, uint32_t n_rows, float* out, std::size_t out_stride,
                          quant::QuantFormat act_format, void* act, cudaStream_t stream);
 
-// The KV cache: [seq][layer][pos][dim] in f16, for K (k_dim) and V (v_dim).
+// The KV cache: pools of blocks of kKvBlockPositions positions, each
+// [layer][pos][dim] in f16, for K (k_dim) and V (v_dim); slot `seq`'s
+// position p lives in block blocks[seq * max_blocks + p / kKvBlockPositions]
+// (a device table the executor keeps; libmodel's kv_cache.h has the host's
+// meaning of the tables). Attention spans and chunks never cross a block.
 struct KvView {
   __half* k = nullptr;
   __half* v = nullptr;
-  uint32_t n_layer = 0, n_ctx = 0, k_dim = 0, v_dim = 0;
-  __device__ __host__ std::size_t k_offset(uint32_t seq, uint32_t layer, uint32_t pos) const {
-    return ((std::size_t{seq} * n_layer + layer) * n_ctx + pos) * k_dim;
+  const uint32_t* blocks = nullptr;
+  uint32_t n_layer = 0, max_blocks = 0, k_dim = 0, v_dim = 0;
+  __device__ __host__ std::size_t block_rows(uint32_t block, uint32_t layer) const {
+    return (std::size_t{block} * n_layer + layer) * model::kKvBlockPositions;
   }
-  __device__ __host__ std::size_t v_offset(uint32_t seq, uint32_t layer, uint32_t pos) const {
-    return ((std::size_t{seq} * n_layer + layer) * n_ctx + pos) * v_dim;
+  // The row of `pos` (of a block this slot's table holds), in rows of k_dim
+  // or v_dim values.
+  __device__ std::size_t row(uint32_t seq, uint32_t layer, uint32_t pos) const {
+    const uint32_t block = blocks[std::size_t{seq} * max_blocks + pos / model::kKvBlockPositions];
+    return block_rows(block, layer) + pos % model::kKvBlockPositions;
+  }
+  __device__ std::size_t k_offset(uint32_t seq, uint32_t layer, uint32_t pos) const {
+    return row(seq, layer, pos) * k_dim;
+  }
+  __device__ std::size_t v_offset(uint32_t seq, uint32_t layer, uint32_t pos) const {
+    return row(seq, layer, pos) * v_dim;
   }
 };
 

@@ -342,5 +342,76 @@ TEST(GpuForward, RejectsBadTokensPositionsAndSlots) {
   EXPECT_THROW(gpu->decode(std::span(&bad_seq, 1)), ModelError);
 }
 
+// A pool shared through block tables gives the bits of slots that own their
+// runs: slot 0's blocks out of order, slot 1 going on from slot 0's first 300
+// positions (one block shared, the next one's first 44 positions copied),
+// then slot 0 going on unharmed by slot 1's writes.
+TEST(GpuForward, BlockTablesShareAPrefixBitForBit) {
+  for (const char* name : {"archs/qwen2.q4_k_m.gguf", "archs/deepseek2.q4_k_m.gguf"}) {
+    const fs::path path = kData / name;
+    if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
+    SCOPED_TRACE(name);
+    const auto m = Model::load(path.string());
+    const std::size_t V = m->config().n_vocab;
+    const auto own = make_gpu_forward(*m, {.n_ctx = 768, .n_seq = 2}, no_gate());
+    const auto pooled = make_gpu_forward(*m, {.n_ctx = 768, .n_seq = 3, .kv_blocks = 8}, no_gate());
+    EXPECT_EQ(pooled->kv_blocks(), 8u);
+    EXPECT_EQ(pooled->kv_cache_bytes(), 8 * pooled->kv_block_bytes());
+    const std::vector<int32_t> ids = prompt_for(*m, 600);
+    std::vector<int32_t> fresh = ids;
+    for (std::size_t i = 300; i < fresh.size(); ++i) fresh[i] = static_cast<int32_t>((i * 13 + 7) % V);
+
+    const std::vector<uint32_t> marked = {0, 255, 256, 299, 300, 511, 512, 599};
+    pooled->set_block_table(0, std::vector<uint32_t>{5, 2, 7});
+    EXPECT_TRUE(chunked_logits(*pooled, ids, 0, marked, 64, {}, V) == chunked_logits(*own, ids, 0, marked, 64, {}, V))
+        << "a prompt in blocks out of order";
+
+    const std::vector<uint32_t> later = {300, 511, 512, 599};
+    pooled->copy_kv_block(2, 3, 300 - 256);
+    pooled->set_block_table(1, std::vector<uint32_t>{5, 3, 4});
+    std::vector<TokenInput> rest;
+    for (uint32_t i = 300; i < fresh.size(); ++i)
+      rest.push_back({fresh[i], i, 1, std::find(later.begin(), later.end(), i) != later.end()});
+    const auto shared_span = pooled->decode(rest);
+    const std::vector<float> shared(shared_span.begin(), shared_span.end());
+    EXPECT_TRUE(shared == chunked_logits(*own, fresh, 1, later, fresh.size(), {}, V)) << "going on from shared blocks";
+
+    const TokenInput next{static_cast<int32_t>(17 % V), 600, 0, true};
+    const auto a = pooled->decode(std::span(&next, 1));
+    const std::vector<float> after(a.begin(), a.end());
+    const auto b = own->decode(std::span(&next, 1));
+    EXPECT_TRUE(after == std::vector<float>(b.begin(), b.end())) << "the sharing slot changed the shared blocks";
+
+    const TokenInput unmapped{1, 0, 2, true};
+    EXPECT_THROW(pooled->decode(std::span(&unmapped, 1)), ModelError);
+    EXPECT_THROW(pooled->set_block_table(2, std::vector<uint32_t>{8}), ModelError);
+    EXPECT_THROW(pooled->set_block_table(2, std::vector<uint32_t>{0, 1, 2, 3}), ModelError);
+    EXPECT_THROW(pooled->copy_kv_block(0, 8, 1), ModelError);
+  }
+}
+
+// Hidden states after the final norm (embeddings): as the CPU's, and a
+// sequence's alone and beside another bit for bit.
+TEST(GpuForward, HiddenStatesMatchTheCpuAndIgnoreTheBatch) {
+  const fs::path path = kData / "archs/qwen2.q8_0.gguf";
+  if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
+  const auto m = Model::load(path.string());
+  const std::size_t E = m->config().n_embd;
+  CpuForward cpu(*m, cpu_options());
+  const auto gpu = make_gpu_forward(*m, gpu_options(), no_gate());
+  const std::vector<int32_t> ids = prompt_for(*m, 40);
+  const auto c = cpu.hidden_states(prompt_batch(ids, 0, false));
+  const auto g = gpu->hidden_states(prompt_batch(ids, 0, false));
+  ASSERT_EQ(g.size(), E);
+  EXPECT_GE(cosine(c.data(), g.data(), E), default_parity_cosine(*m));
+  const std::vector<float> alone(g.begin(), g.end());
+
+  std::vector<TokenInput> beside = prompt_batch(prompt_for(*m, 23), 1, false);
+  for (const TokenInput& t : prompt_batch(ids, 2, false)) beside.push_back(t);
+  const auto both = gpu->hidden_states(beside);
+  ASSERT_EQ(both.size(), 2 * E);
+  EXPECT_TRUE(std::equal(alone.begin(), alone.end(), both.begin() + E));
+}
+
 }  // namespace
 }  // namespace lamina::model

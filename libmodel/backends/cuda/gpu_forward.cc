@@ -29,6 +29,7 @@ class GpuForward final : public Forward {
               {.device = g.device,
                .n_ctx = context_size(model.config(), o.n_ctx),
                .n_seq = o.n_seq,
+               .kv_blocks = o.kv_blocks,
                .max_batch = o.max_batch,
                .max_logit_rows = 0,
                .use_graphs = g.use_graphs}) {}
@@ -53,6 +54,23 @@ class GpuForward final : public Forward {
     run([&] { trace = exec_.trace_last_token(batch, logits); });
     return trace;
   }
+
+  std::span<const float> hidden_states(std::span<const TokenInput> batch) override {
+    std::size_t wanted = 0;
+    for (const auto& t : batch) wanted += t.logits ? 1 : 0;
+    hidden_.resize(wanted * model_.config().n_embd);
+    run([&] { exec_.hidden_states(batch, hidden_.data()); });
+    return hidden_;
+  }
+
+  uint32_t kv_blocks() const override { return exec_.kv_blocks(); }
+  void set_block_table(uint32_t seq, std::span<const uint32_t> blocks) override {
+    run([&] { exec_.set_block_table(seq, blocks); });
+  }
+  void copy_kv_block(uint32_t src, uint32_t dst, uint32_t n_pos) override {
+    run([&] { exec_.copy_kv_block(src, dst, n_pos); });
+  }
+  std::size_t kv_block_bytes() const override { return exec_.kv_block_bytes(); }
 
   const ModelConfig& config() const override { return model_.config(); }
   uint32_t n_ctx() const override { return exec_.n_ctx(); }
@@ -82,7 +100,7 @@ class GpuForward final : public Forward {
 
   const Model& model_;
   cudaexec::Executor exec_;
-  std::vector<float> logits_;
+  std::vector<float> logits_, hidden_;
 };
 
 int cuda_device_count() { return cudaexec::device_count(); }

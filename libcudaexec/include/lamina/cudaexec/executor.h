@@ -24,6 +24,10 @@ struct LAMINA_CUDAEXEC_API ExecutorOptions {
   int device = 0;
   uint32_t n_ctx = 4096;      // positions per sequence
   uint32_t n_seq = 1;         // sequence slots in the KV cache
+  // Blocks of model::kKvBlockPositions positions in the KV cache's pool,
+  // shared by the slots through their block tables; 0: every slot its own
+  // run for its whole context (model::ForwardOptions::kv_blocks).
+  uint32_t kv_blocks = 0;
   uint32_t max_batch = 512;   // tokens per internal step; larger batches are split
   uint32_t max_logit_rows = 0;  // logits rows per internal step; 0: max(n_seq, 64)
   bool use_graphs = true;     // replay decode steps as CUDA graphs (eager if false or if capture fails)
@@ -73,6 +77,18 @@ class LAMINA_CUDAEXEC_API Executor {
   // Like forward, but returns only the argmax (lowest index among equal
   // maxima) of each wanted row: one id per row crosses the bus.
   void forward_argmax(std::span<const model::TokenInput> batch, int32_t* ids_out);
+
+  // Like forward, but copies the hidden state after the final norm of each
+  // wanted row ([n_wanted x n_embd]); the output head is not run.
+  void hidden_states(std::span<const model::TokenInput> batch, float* hidden_out);
+
+  // The KV cache's block tables, as model::Forward::set_block_table and
+  // copy_kv_block describe them (ModelError for a slot, block or size out of
+  // range); they take effect from the next batch on.
+  void set_block_table(uint32_t seq, std::span<const uint32_t> blocks);
+  void copy_kv_block(uint32_t src, uint32_t dst, uint32_t n_pos);
+  uint32_t kv_blocks() const;
+  std::size_t kv_block_bytes() const;
 
   // The hidden state (residual stream) after the embedding and after every
   // layer for the last token of `batch`, [(n_layer + 1) x n_embd], then the

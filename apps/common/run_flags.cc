@@ -21,6 +21,13 @@ void add_run_flags(CLI::App& app, RunFlags& f, unsigned which) {
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
       ->capture_default_str();
   app.add_option("--gpu", f.gpu_index, "CUDA device index")->check(CLI::Range(0, 64));
+  app.add_option("--split-mode", f.split_mode,
+                 "several GPUs: none (one GPU, --gpu) or layer (consecutive layers per GPU of --gpus)")
+      ->check(CLI::IsMember({"none", "layer"}))
+      ->capture_default_str();
+  app.add_option("--gpus", f.gpus, "with --split-mode layer: the CUDA devices, in layer order (default: all)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 64));
   app.add_flag("!--no-parity-check", f.parity_check, "skip the CPU/GPU comparison at load");
   app.add_option("--backend-dir", f.backend_dir,
                  "folder of the CUDA backend module (default: the installed one; a build tree's is "
@@ -50,6 +57,8 @@ model::ForwardOptions forward_options(const RunFlags& f, uint32_t n_seq) {
 model::GpuOptions gpu_options(const RunFlags& f) {
   model::GpuOptions gpu;
   gpu.device = f.gpu_index;
+  gpu.split = f.split_mode == "layer" ? model::SplitMode::Layer : model::SplitMode::None;
+  gpu.devices = f.gpus;
   gpu.parity_check = f.parity_check;
   gpu.parity_min_cosine = f.parity_min_cosine;
   gpu.use_graphs = f.cuda_graphs;

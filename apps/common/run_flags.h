@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lamina/model/chat_prompt.h"
 #include "lamina/model/forward.h"
@@ -23,6 +24,8 @@ struct RunFlags {
   std::string kv_type = "f16";
   std::string device = "cpu";  // cpu, cuda or auto
   int gpu_index = 0;
+  std::string split_mode = "none";  // none or layer
+  std::vector<int> gpus;            // for --split-mode layer (empty: all visible)
   bool parity_check = true;
   double parity_min_cosine = 0;  // 0: by weight type
   bool pack_weights = true;      // CPU: rearrange weights for the faster kernels

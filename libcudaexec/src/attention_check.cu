@@ -88,7 +88,7 @@ class AttentionRun {
     std::vector<uint32_t> pos(c.n_rows);
     for (uint32_t r = 0; r < c.n_rows; ++r) pos[r] = c.past + r;
     pos_.upload(pos);
-    kv_ = {k_.get(), v_.get(), table_.get(), 1, model::kv_blocks_for(n_ctx_), kv_dim, kv_dim};
+    kv_ = {k_.get(), v_.get(), table_.get(), 0, 1, model::kv_blocks_for(n_ctx_), kv_dim, kv_dim};
     LAMINA_CUDA_CHECK(cudaMemset(out_.get(), 0xFF, std::size_t{c.n_rows} * c.n_head * c.head_dim * sizeof(float)));
   }
 
@@ -178,8 +178,8 @@ std::vector<float> check_latent_attention(const LatentAttentionCheck& c, const f
   for (uint32_t r = 0; r < c.n_rows; ++r) positions[r] = c.past + r;
   pos.upload(positions);
   LAMINA_CUDA_CHECK(cudaMemset(out.get(), 0xFF, c.n_rows * out_row * sizeof(float)));
-  const detail::KvView kv{k_dev.get(), nullptr, table.get(), 1, static_cast<uint32_t>(paged.table.size()), c.key_dim,
-                          0};
+  const detail::KvView kv{k_dev.get(), nullptr, table.get(), 0, 1, static_cast<uint32_t>(paged.table.size()),
+                          c.key_dim, 0};
   if (decode) {
     for (uint32_t r = 0; r < c.n_rows; ++r)
       detail::latent_attention(shape, kv, 0, q_dev.get() + r * q_row, q_row, seq.get() + r, pos.get() + r, 1, n_spans,

@@ -105,14 +105,18 @@ bool stackable(const model::Matrix& first, const M&... rest) {
          ((rest && rest.n_expert == 1 && rest.format == first.format && rest.n_in == first.n_in) && ...);
 }
 
-void place_all(const model::ModelConfig& c, const model::Weights& host, Placer& p, DeviceWeights& w) {
-  w.token_embd = p.matrix(host.token_embd, "token_embd");
-  w.position_embd = p.matrix(host.position_embd, "position_embd");
-  w.output = host.output.data == host.token_embd.data ? w.token_embd : p.matrix(host.output, "output");
-  w.output_norm = p.vector(host.output_norm, "output_norm");
-  w.output_norm_bias = p.vector(host.output_norm_bias, "output_norm bias");
+void place_all(const model::ModelConfig& c, const model::Weights& host, LayerRange range, Placer& p,
+               DeviceWeights& w) {
+  const bool tied = host.output.data == host.token_embd.data;
+  if (range.embeds() || (range.heads(c) && tied)) w.token_embd = p.matrix(host.token_embd, "token_embd");
+  if (range.embeds()) w.position_embd = p.matrix(host.position_embd, "position_embd");
+  if (range.heads(c)) {
+    w.output = tied ? w.token_embd : p.matrix(host.output, "output");
+    w.output_norm = p.vector(host.output_norm, "output_norm");
+    w.output_norm_bias = p.vector(host.output_norm_bias, "output_norm bias");
+  }
   w.layers.resize(host.layers.size());
-  for (std::size_t i = 0; i < host.layers.size(); ++i) {
+  for (std::size_t i = range.first; i < range.end; ++i) {
     const model::LayerWeights& l = host.layers[i];
     DeviceLayer& d = w.layers[i];
     const std::string n = "blk." + std::to_string(i) + ".";
@@ -191,20 +195,20 @@ DeviceMatrix DeviceMatrix::expert(uint32_t e) const {
 // this much slack.
 constexpr std::size_t kTailSlack = 256;
 
-std::size_t device_weight_bytes(const model::ModelConfig& config, const model::Weights& weights) {
+std::size_t device_weight_bytes(const model::ModelConfig& config, const model::Weights& weights, LayerRange range) {
   BumpLayout layout;
   Placer p(layout, false);
   DeviceWeights w;
-  place_all(config, weights, p, w);
+  place_all(config, weights, range, p, w);
   return layout.size() + kTailSlack;
 }
 
-DeviceWeights upload_weights(const model::ModelConfig& config, const model::Weights& weights) {
+DeviceWeights upload_weights(const model::ModelConfig& config, const model::Weights& weights, LayerRange range) {
   DeviceWeights w;
-  w.storage = DeviceAllocation(device_weight_bytes(config, weights), "the model weights");
+  w.storage = DeviceAllocation(device_weight_bytes(config, weights, range), "the model weights");
   BumpLayout layout(w.storage.get());
   Placer p(layout, true);
-  place_all(config, weights, p, w);
+  place_all(config, weights, range, p, w);
   return w;
 }
 

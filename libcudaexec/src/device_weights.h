@@ -51,11 +51,20 @@ struct DeviceWeights {
   DeviceAllocation storage;
 };
 
-// Bytes the model's tensors take on the device (with alignment).
-std::size_t device_weight_bytes(const model::ModelConfig& config, const model::Weights& weights);
+// The layers [first, end) of a model on one device, with the embedding
+// when first is 0 and the output head when end is the last layer's end.
+struct LayerRange {
+  uint32_t first = 0, end = 0;
+  bool embeds() const { return first == 0; }
+  bool heads(const model::ModelConfig& c) const { return end == c.n_layer; }
+};
 
-// Uploads every tensor. Throws CudaError when a matrix format has no GPU
-// kernel or the device is out of memory.
-DeviceWeights upload_weights(const model::ModelConfig& config, const model::Weights& weights);
+// Bytes the range's tensors take on the device (with alignment).
+std::size_t device_weight_bytes(const model::ModelConfig& config, const model::Weights& weights, LayerRange range);
+
+// Uploads the range's tensors (the other layers stay empty). Throws
+// CudaError when a matrix format has no GPU kernel or the device is out of
+// memory.
+DeviceWeights upload_weights(const model::ModelConfig& config, const model::Weights& weights, LayerRange range);
 
 }  // namespace lamina::cudaexec::detail

@@ -102,8 +102,8 @@ StepBuffers layout_step_buffers(const model::ModelConfig& m, const ExecutorInput
 }
 
 ForwardStep::ForwardStep(const model::ModelConfig& model, const ExecutorInputs& inputs, const DeviceWeights& weights,
-                         const KvView& kv, const StepBuffers& buffers)
-    : m_(model), in_(inputs), heads_(attention_heads(model)), w_(weights), kv_(kv), b_(buffers) {}
+                         const KvView& kv, const StepBuffers& buffers, LayerRange range)
+    : m_(model), in_(inputs), heads_(attention_heads(model)), w_(weights), kv_(kv), range_(range), b_(buffers) {}
 
 void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
@@ -283,24 +283,26 @@ void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionPlan
                           const std::function<void(int)>* after_layer, bool hidden_only) {
   const uint32_t E = m_.n_embd;
   forget_activations();
-  gather_rows(w_.token_embd.format, w_.token_embd.data, E, b_.ids, n, m_.embedding_scale(), b_.x, stream);
-  if (w_.position_embd) {
-    gather_rows(w_.position_embd.format, w_.position_embd.data, E, reinterpret_cast<const int32_t*>(b_.pos), n,
-                1.0f, b_.h, stream);
-    add_rows(b_.x, E, b_.h, E, E, n, stream);
+  if (range_.embeds()) {
+    gather_rows(w_.token_embd.format, w_.token_embd.data, E, b_.ids, n, m_.embedding_scale(), b_.x, stream);
+    if (w_.position_embd) {
+      gather_rows(w_.position_embd.format, w_.position_embd.data, E, reinterpret_cast<const int32_t*>(b_.pos), n,
+                  1.0f, b_.h, stream);
+      add_rows(b_.x, E, b_.h, E, E, n, stream);
+    }
   }
   if (m_.rope.kind != RopeKind::None) {
     const uint32_t half = m_.rope.n_dims / 2;
     rope_table(b_.inv_freq, b_.pos, n, half, in_.rope_magnitude, b_.rope, stream);
     if (b_.rope_local) rope_table(b_.inv_freq + half, b_.pos, n, half, 1.0, b_.rope_local, stream);
   }
-  if (after_layer) (*after_layer)(-1);
-  for (uint32_t layer = 0; layer < m_.n_layer; ++layer) {
+  if (after_layer && range_.embeds()) (*after_layer)(-1);
+  for (uint32_t layer = range_.first; layer < range_.end; ++layer) {
     attention_block(layer, n, attention, stream);
     ffn_block(layer, n, stream);
     if (after_layer) (*after_layer)(static_cast<int>(layer));
   }
-  if (n_logit_rows == 0) return;
+  if (n_logit_rows == 0 || !range_.heads(m_)) return;
   norm_input(w_.output, w_.output_norm, w_.output_norm_bias, b_.out_rows, n_logit_rows, stream);
   if (hidden_only) return;
   linear(w_.output, b_.h, n_logit_rows, b_.logits, m_.n_vocab, nullptr, nullptr, stream);

@@ -77,8 +77,12 @@ StepBuffers layout_step_buffers(const model::ModelConfig& model, const ExecutorI
 
 class ForwardStep {
  public:
+  // Runs the layers of `range` (weights holds them): from the token ids when
+  // the range starts at layer 0, else from the residual stream already in
+  // buffers.x; to the logits when it ends at the last layer, else leaving
+  // the residual stream in buffers.x.
   ForwardStep(const model::ModelConfig& model, const ExecutorInputs& inputs, const DeviceWeights& weights,
-              const KvView& kv, const StepBuffers& buffers);
+              const KvView& kv, const StepBuffers& buffers, LayerRange range);
 
   // Enqueues the step for n rows (ids/pos/seq/out_rows/tiles already on the
   // device), n_logit_rows of them wanting logits. after_layer(i) runs on the
@@ -125,6 +129,7 @@ class ForwardStep {
   AttentionShape heads_;  // attention_heads(m_)
   const DeviceWeights& w_;
   KvView kv_;
+  LayerRange range_;
   StepBuffers b_;
   // Which (source, format) each activation slot holds; reset when the source changes.
   struct ActSlot {

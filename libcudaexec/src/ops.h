@@ -63,9 +63,10 @@ struct KvView {
   __half* k = nullptr;
   __half* v = nullptr;
   const uint32_t* blocks = nullptr;
-  uint32_t n_layer = 0, max_blocks = 0, k_dim = 0, v_dim = 0;
+  // The layers [first_layer, first_layer + n_layer) this device holds.
+  uint32_t first_layer = 0, n_layer = 0, max_blocks = 0, k_dim = 0, v_dim = 0;
   __device__ __host__ std::size_t block_rows(uint32_t block, uint32_t layer) const {
-    return (std::size_t{block} * n_layer + layer) * model::kKvBlockPositions;
+    return (std::size_t{block} * n_layer + (layer - first_layer)) * model::kKvBlockPositions;
   }
   // The row of `pos` (of a block this slot's table holds), in rows of k_dim
   // or v_dim values.

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "lamina/cudaexec/device.h"
 #include "lamina/model/forward.h"
 #include "lamina/model/generate.h"
 #include "lamina/model/gpu_forward.h"
@@ -411,6 +412,57 @@ TEST(GpuForward, HiddenStatesMatchTheCpuAndIgnoreTheBatch) {
   const auto both = gpu->hidden_states(beside);
   ASSERT_EQ(both.size(), 2 * E);
   EXPECT_TRUE(std::equal(alone.begin(), alone.end(), both.begin() + E));
+}
+
+// Layers split over GPUs (over two, or the one GPU named twice and three
+// times where there is one) give one GPU's bits: prompts in chunks beside
+// other sequences, decode steps replayed as graphs, a prefix in shared
+// blocks, hidden states. Each device holds only its layers' weights.
+TEST(GpuForward, LayerSplitGivesOneGpusBits) {
+  const int n_dev = cudaexec::device_count();
+  std::vector<std::vector<int>> splits = {{0, 0}, {0, 0, 0}};
+  if (n_dev >= 2) splits.push_back({0, 1});
+  if (n_dev >= 2) splits.push_back({1, 0});
+  for (const char* name : {"archs/llama3.q4_k_m.gguf", "archs/deepseek2.q4_k_m.gguf", "archs/qwen3moe.q4_k_m.gguf"}) {
+    const fs::path path = kData / name;
+    if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
+    const auto m = Model::load(path.string());
+    const std::size_t V = m->config().n_vocab;
+    const ForwardOptions fo{.n_ctx = 640, .n_seq = 4};
+    const auto one = make_gpu_forward(*m, fo, no_gate());
+    const std::vector<int32_t> ids = prompt_for(*m, 300);
+    const std::vector<uint32_t> marked = {0, 100, 255, 256, 299};
+    std::vector<std::vector<int32_t>> others = {prompt_for(*m, 40), prompt_for(*m, 70)};
+    others[1].back() = 3;
+    const std::vector<float> want = chunked_logits(*one, ids, 0, marked, 64, others, V);
+    const std::vector<int32_t> want_greedy = greedy(*one, ids, 12);
+    for (const std::vector<int>& devices : splits) {
+      SCOPED_TRACE(std::string(name) + " over " + std::to_string(devices.size()) + " stages, first GPU " +
+                   std::to_string(devices[0]));
+      GpuOptions g = no_gate();
+      g.split = SplitMode::Layer;
+      g.devices = devices;
+      const auto split = make_gpu_forward(*m, fo, g);
+      EXPECT_NE(split->backend_name().find("layers split"), std::string::npos) << split->backend_name();
+      EXPECT_TRUE(chunked_logits(*split, ids, 0, marked, 64, others, V) == want);
+      EXPECT_EQ(greedy(*split, ids, 12), want_greedy);
+      const auto a = one->hidden_states(prompt_batch(ids, 3, false));
+      const std::vector<float> hidden_one(a.begin(), a.end());
+      const auto b = split->hidden_states(prompt_batch(ids, 3, false));
+      EXPECT_TRUE(std::equal(hidden_one.begin(), hidden_one.end(), b.begin(), b.end()));
+      // Slot 2 goes on from slot 0's first 256 positions (its first block).
+      split->set_block_table(2, std::vector<uint32_t>{0, 9});
+      one->set_block_table(2, std::vector<uint32_t>{0, 9});
+      std::vector<TokenInput> rest;
+      for (uint32_t i = 256; i < 280; ++i) rest.push_back({static_cast<int32_t>((i * 31) % V), i, 2, i % 8 == 0});
+      const auto c = one->decode(rest);
+      const std::vector<float> rest_one(c.begin(), c.end());
+      const auto d = split->decode(rest);
+      EXPECT_TRUE(std::equal(rest_one.begin(), rest_one.end(), d.begin(), d.end()));
+      EXPECT_NE(split->device_memory_report().find("GPU " + std::to_string(devices.back())), std::string::npos)
+          << split->device_memory_report();
+    }
+  }
 }
 
 }  // namespace

@@ -101,6 +101,10 @@ constexpr std::array kPresets = {
                 true, &kQwen2Tokenizer},
     ModelPreset{"llama3-8b", "llama", 32, 4096, 32, 8, 14336, 128256, 8192, 5e5f, 1e-5f, false,
                 false, &kLlama3Tokenizer},
+    // Llama 3 70B's shape: in Q8_0 (~75 GB) more than one 80 GB GPU holds
+    // beside its cache, for splitting over GPUs.
+    ModelPreset{"llama3-70b", "llama", 80, 8192, 64, 8, 28672, 128256, 8192, 5e5f, 1e-5f, false,
+                false, &kLlama3Tokenizer},
     // Mixtral 8x7B's shape (47B parameters); the -2l variant keeps 2 of its
     // 32 layers, to measure a layer's cost where the whole model does not fit.
     ModelPreset{"mixtral-8x7b", "llama", 32, 4096, 32, 8, 14336, 32000, 32768, 1e6f, 1e-5f, false,

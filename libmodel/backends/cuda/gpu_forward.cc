@@ -21,12 +21,22 @@ cudaexec::ExecutorInputs executor_inputs(const Model& model, bool exact_activati
           .gelu_f16_table = exact_activations ? nullptr : host.gelu_f16_table()};
 }
 
+// The GPUs the layers are split over; empty for one GPU.
+std::vector<int> split_devices(const GpuOptions& g) {
+  if (g.split == SplitMode::None) return {};
+  if (!g.devices.empty()) return g.devices;
+  std::vector<int> all(static_cast<std::size_t>(cudaexec::device_count()));
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  return all;
+}
+
 class GpuForward final : public Forward {
  public:
   GpuForward(const Model& model, const ForwardOptions& o, const GpuOptions& g, const backend::Host& host)
       : model_(model),
         exec_(model.config(), model.weights(), executor_inputs(model, o.exact_activations, host),
               {.device = g.device,
+               .devices = split_devices(g),
                .n_ctx = context_size(model.config(), o.n_ctx),
                .n_seq = o.n_seq,
                .kv_blocks = o.kv_blocks,
@@ -76,14 +86,22 @@ class GpuForward final : public Forward {
   uint32_t n_ctx() const override { return exec_.n_ctx(); }
   uint32_t n_seq() const override { return exec_.n_seq(); }
   std::size_t kv_cache_bytes() const override { return exec_.memory_use().kv_cache; }
-  std::string backend_name() const override { return "CUDA (" + exec_.device().name + ")"; }
+  std::string backend_name() const override {
+    const std::size_t n = exec_.devices().size();
+    return "CUDA (" + (n > 1 ? std::to_string(n) + " x " : std::string()) + exec_.device().name +
+           (n > 1 ? ", layers split" : "") + ")";
+  }
   std::string device_memory_report() const override {
-    const auto m = exec_.memory_use();
+    const auto per = exec_.memory_use_per_device();
+    const auto ids = exec_.devices();
     std::ostringstream s;
-    s << "GPU memory: weights " << (m.weights >> 20) << " MiB + KV cache " << (m.kv_cache >> 20)
-      << " MiB + workspace " << (m.workspace >> 20) << " MiB = " << ((m.weights + m.kv_cache + m.workspace) >> 20)
-      << " MiB; graphs " << (exec_.graphs_enabled() ? "on" : "off") << " (" << exec_.graphs_captured()
-      << " captured)";
+    for (std::size_t i = 0; i < per.size(); ++i) {
+      const auto& m = per[i];
+      s << (i ? "; " : "") << "GPU " << (per.size() > 1 ? std::to_string(ids[i]) + " " : std::string())
+        << "memory: weights " << (m.weights >> 20) << " MiB + KV cache " << (m.kv_cache >> 20) << " MiB + workspace "
+        << (m.workspace >> 20) << " MiB = " << ((m.weights + m.kv_cache + m.workspace) >> 20) << " MiB";
+    }
+    s << "; graphs " << (exec_.graphs_enabled() ? "on" : "off") << " (" << exec_.graphs_captured() << " captured)";
     return s.str();
   }
 

@@ -22,6 +22,13 @@ namespace lamina::cudaexec {
 
 struct LAMINA_CUDAEXEC_API ExecutorOptions {
   int device = 0;
+  // Two or more: the layers split over these GPUs in consecutive runs (in
+  // proportion to their free memory; the first embeds, the last holds the
+  // output head), the residual stream passed from one to the next; each
+  // holds its layers' weights and KV cache. The same kernels in the same
+  // order give the same bits as one GPU. A device named twice holds two
+  // runs. Empty: `device` alone.
+  std::vector<int> devices{};
   uint32_t n_ctx = 4096;      // positions per sequence
   uint32_t n_seq = 1;         // sequence slots in the KV cache
   // Blocks of model::kKvBlockPositions positions in the KV cache's pool,
@@ -96,8 +103,12 @@ class LAMINA_CUDAEXEC_API Executor {
   // layer by layer. Runs eagerly; writes the KV cache like forward.
   std::vector<float> trace_last_token(std::span<const model::TokenInput> batch, std::vector<float>& logits_out);
 
+  // The first device's.
   const DeviceInfo& device() const;
-  MemoryUse memory_use() const;
+  // The devices in layer order (one for an executor on one GPU).
+  std::vector<int> devices() const;
+  MemoryUse memory_use() const;  // all devices together
+  std::vector<MemoryUse> memory_use_per_device() const;
   uint32_t n_ctx() const;
   uint32_t n_seq() const;
   // CUDA graphs captured so far (one per decode batch shape).

@@ -17,8 +17,19 @@
 
 namespace lamina::model {
 
+// How a model spreads over several GPUs.
+enum class SplitMode {
+  None,   // one GPU (GpuOptions::device)
+  Layer,  // consecutive layers per GPU, the residual stream passed on (llama.cpp's `--split-mode layer`)
+};
+
 struct LAMINA_MODEL_API GpuOptions {
   int device = 0;
+  // With SplitMode::Layer, each GPU of `devices` (empty: every visible one)
+  // holds its layers' weights and KV cache, and the results are those of
+  // one GPU bit for bit.
+  SplitMode split = SplitMode::None;
+  std::vector<int> devices{};
   bool use_graphs = true;  // decode steps as CUDA graphs (eager when false)
   // At load, run a probe through the CPU and the GPU and refuse the GPU when
   // the last position's logits differ (cosine below the threshold).

@@ -3,6 +3,7 @@
 // kernels of CPUs without them).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -198,15 +199,19 @@ inline double add_block(double acc, int32_t sum, uint16_t d, float da) {
   return std::fma(s, static_cast<double>(f16_to_f32(d)) * static_cast<double>(da), acc);
 }
 
-// The frame of the packers: zeroes the group's packed blocks, then calls
-// pack_row(block, r, packed) for block b of row 16 * g + r into packed
-// block b, for the rows that exist.
+// The frame of the packers: zeroes packed block b of the group, then calls
+// pack_row(block, r, packed) for block b of row 16 * g + r into it, for the
+// rows that exist; block by block, so that each packed block is filled
+// while it sits in L1 (row by row, the words of a wide matrix's group
+// went out to L2 and came back 16 times).
 template <class Packed, class Block, class PackRow>
 void pack_group(const Block* rows, size_t n_rows, size_t blocks_per_row, size_t g, Packed* out, PackRow pack_row) {
-  std::memset(out, 0, blocks_per_row * sizeof(Packed));
-  for (size_t r = 0; r < kPackedRows && g * kPackedRows + r < n_rows; ++r) {
-    const Block* row = rows + (g * kPackedRows + r) * blocks_per_row;
-    for (size_t b = 0; b < blocks_per_row; ++b) pack_row(row[b], r, out[b]);
+  const size_t first = g * kPackedRows;
+  const size_t n = std::min(kPackedRows, n_rows - first);
+  const Block* group = rows + first * blocks_per_row;
+  for (size_t b = 0; b < blocks_per_row; ++b) {
+    std::memset(&out[b], 0, sizeof(Packed));
+    for (size_t r = 0; r < n; ++r) pack_row(group[r * blocks_per_row + b], r, out[b]);
   }
 }
 

@@ -95,5 +95,36 @@ TEST(ThreadPool, EachIndexOncePerRoundWhoeverRunsIt) {
   }
 }
 
+// Workers that have spun out and sleep must wake for the next round: index 0
+// (the caller) holds its share until every other index has run, so no share
+// can fall back to the caller and each must run on a woken worker. The wait
+// is bounded so that a worker that never wakes fails the test instead of
+// hanging it.
+TEST(ThreadPool, SleepingWorkersWakeForTheNextRound) {
+  constexpr size_t kThreads = 3;
+  ThreadPool pool(kThreads);
+  for (int round = 0; round < 5; ++round) {
+    // Far longer than the spin before a worker sleeps (well under 1 ms).
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::thread::id caller = std::this_thread::get_id();
+    std::atomic<size_t> others_done{0};
+    std::vector<std::thread::id> ran_on(kThreads);
+    bool all_ran = false;
+    pool.run_on_all([&](size_t t) {
+      ran_on[t] = std::this_thread::get_id();
+      if (t != 0) {
+        others_done.fetch_add(1, std::memory_order_release);
+        return;
+      }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      const auto others_ran = [&] { return others_done.load(std::memory_order_acquire) == kThreads - 1; };
+      while (!others_ran() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      all_ran = others_ran();
+    });
+    ASSERT_TRUE(all_ran) << "round " << round << ": a sleeping worker did not wake";
+    for (size_t t = 1; t < kThreads; ++t) EXPECT_NE(ran_on[t], caller) << "index " << t << ", round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace lamina::quant

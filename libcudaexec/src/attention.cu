@@ -395,12 +395,7 @@ void launch_spans(const SpanParams& p, uint32_t n_tiles, cudaStream_t stream) {
   constexpr int kStride = D + 8;
   constexpr std::size_t kSmem =
       (2 * kRows * kStride + 4 * kAttentionChunk * kStride) * sizeof(__half) + 2 * kRows * sizeof(uint32_t);
-  static const bool attribute_set = [] {
-    LAMINA_CUDA_CHECK(cudaFuncSetAttribute(attention_span_kernel<D, W, kPerTile>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
-    return true;
-  }();
-  (void)attribute_set;
+  allow_dynamic_smem(reinterpret_cast<const void*>(attention_span_kernel<D, W, kPerTile>), kSmem);
   launch_kernel(attention_span_kernel<D, W, kPerTile>, dim3(n_tiles, p.s.n_head_kv, kPerTile ? 1 : p.n_spans),
                 dim3(32 * W), kSmem, stream, p);
 }

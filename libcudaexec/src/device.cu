@@ -2,6 +2,10 @@
 
 #include <cuda_runtime.h>
 
+#include <mutex>
+#include <set>
+#include <utility>
+
 #include "cuda_check.h"
 #include "launch.cuh"
 
@@ -58,6 +62,18 @@ bool programmatic_launch_supported() {
     cached_device = device;
   }
   return cached_answer;
+}
+
+void allow_dynamic_smem(const void* kernel, std::size_t bytes) {
+  int device = 0;
+  LAMINA_CUDA_CHECK(cudaGetDevice(&device));
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> done;
+  const std::lock_guard lock(mutex);
+  if (done.count({kernel, device})) return;
+  LAMINA_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done.insert({kernel, device});
 }
 
 }  // namespace lamina::cudaexec::detail

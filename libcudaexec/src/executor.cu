@@ -56,6 +56,7 @@ std::string mib(std::size_t bytes) { return std::to_string((bytes + (1u << 20) -
 // weights, KV cache and workspace (every layer on one device, or the layers
 // split over several, each stage handing the residual stream to the next).
 struct Stage {
+  // The step keeps `m` and `in`: the executor's own copies.
   Stage(const model::ModelConfig& m, const model::Weights& w, const ExecutorInputs& in, const ExecutorOptions& o,
         const StepSizes& sizes, int device, LayerRange range, uint32_t n_blocks, uint32_t blocks_per_seq,
         const std::vector<uint32_t>& tables);
@@ -266,8 +267,8 @@ Executor::Impl::Impl(const model::ModelConfig& m, const model::Weights& w, const
 
   const std::vector<LayerRange> ranges = split_layers(m.n_layer, options.devices);
   for (std::size_t i = 0; i < ranges.size(); ++i)
-    stages.push_back(std::make_unique<Stage>(m, w, in, options, sizes, options.devices[i], ranges[i], n_blocks,
-                                             blocks_per_seq, table_host));
+    stages.push_back(std::make_unique<Stage>(model, w, inputs, options, sizes, options.devices[i], ranges[i],
+                                             n_blocks, blocks_per_seq, table_host));
   // Where the devices reach each other directly, the residual stream goes
   // over the link; otherwise the copies go through the host.
   for (std::size_t i = 1; i < stages.size(); ++i) {

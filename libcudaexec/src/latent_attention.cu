@@ -139,12 +139,7 @@ void latent_attention(const AttentionShape& shape, const KvView& kv, uint32_t la
                       std::size_t q_stride, const uint32_t* seq, const uint32_t* pos, uint32_t n_rows,
                       uint32_t n_spans, float* workspace, float* out, std::size_t out_stride, cudaStream_t stream) {
   if (n_rows == 0 || n_spans == 0) return;
-  static const bool attribute_set = [] {
-    LAMINA_CUDA_CHECK(cudaFuncSetAttribute(latent_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(smem_bytes(kMaxKeyDim))));
-    return true;
-  }();
-  (void)attribute_set;
+  allow_dynamic_smem(reinterpret_cast<const void*>(latent_attention_kernel), smem_bytes(kMaxKeyDim));
   SpanParams p = span_params(shape, kv, layer, q, q_stride, seq, pos, workspace, out, out_stride);
   p.n_spans = n_spans;
   const dim3 grid(n_rows, (shape.n_head + kHeadsPerBlock - 1) / kHeadsPerBlock, n_spans);

@@ -27,6 +27,11 @@ namespace lamina::cudaexec::detail {
 // Whether the current device takes programmatic dependent launches.
 bool programmatic_launch_supported();
 
+// Lets `kernel` use `bytes` of dynamic shared memory (above the default
+// 48 KiB) on the current device: the limit is per device, so it is set once
+// for each device a process launches the kernel on.
+void allow_dynamic_smem(const void* kernel, std::size_t bytes);
+
 template <typename... Params, typename... Args>
 void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_bytes, cudaStream_t stream,
                    Args&&... args) {

@@ -524,12 +524,7 @@ void launch_matmul_mma_tile(const MatmulArgs& args, cudaStream_t stream) {
   p.y_batch_stride = args.y_batch_stride;
   p.bias_batch_stride = args.bias_batch_stride;
   p.batch_rows = args.batch_rows;
-  static const bool smem_set = [] {
-    LAMINA_CUDA_CHECK(cudaFuncSetAttribute(matmul_mma_kernel<F, C, kBatched>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, L::kSmemBytes));
-    return true;
-  }();
-  (void)smem_set;
+  allow_dynamic_smem(reinterpret_cast<const void*>(matmul_mma_kernel<F, C, kBatched>), L::kSmemBytes);
   const dim3 grid((args.n_out + C::kM - 1) / C::kM, (args.n_rows + C::kN - 1) / C::kN, args.n_batch);
   launch_kernel(matmul_mma_kernel<F, C, kBatched>, grid, dim3(C::kThreads), L::kSmemBytes, stream, p);
 }

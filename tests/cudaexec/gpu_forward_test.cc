@@ -414,13 +414,13 @@ TEST(GpuForward, HiddenStatesMatchTheCpuAndIgnoreTheBatch) {
   EXPECT_TRUE(std::equal(alone.begin(), alone.end(), both.begin() + E));
 }
 
-// Layers split over GPUs (over two, or the one GPU named twice and three
-// times where there is one) give one GPU's bits: prompts in chunks beside
-// other sequences, decode steps replayed as graphs, a prefix in shared
-// blocks, hidden states. Each device holds only its layers' weights.
+// Layers split over GPUs (over two, or the one GPU named twice where there
+// is one; the test models have two layers) give one GPU's bits: prompts in
+// chunks beside other sequences, decode steps replayed as graphs, a prefix
+// in shared blocks, hidden states. Each device holds only its layers' weights.
 TEST(GpuForward, LayerSplitGivesOneGpusBits) {
   const int n_dev = cudaexec::device_count();
-  std::vector<std::vector<int>> splits = {{0, 0}, {0, 0, 0}};
+  std::vector<std::vector<int>> splits = {{0, 0}};
   if (n_dev >= 2) splits.push_back({0, 1});
   if (n_dev >= 2) splits.push_back({1, 0});
   for (const char* name : {"archs/llama3.q4_k_m.gguf", "archs/deepseek2.q4_k_m.gguf", "archs/qwen3moe.q4_k_m.gguf"}) {
@@ -462,6 +462,10 @@ TEST(GpuForward, LayerSplitGivesOneGpusBits) {
       EXPECT_NE(split->device_memory_report().find("GPU " + std::to_string(devices.back())), std::string::npos)
           << split->device_memory_report();
     }
+    GpuOptions too_many = no_gate();
+    too_many.split = SplitMode::Layer;
+    too_many.devices.assign(m->config().n_layer + 1, 0);
+    EXPECT_THROW((void)make_gpu_forward(*m, fo, too_many), ModelError);
   }
 }
 

@@ -9,6 +9,8 @@ For each file, interleaved (Lamina, then llama.cpp):
   seq  aggregate decode of 8, 32 and 64 sequences with 16-token prompts and 64
        generated tokens each (lamina-bench --sequences / llama-batched-bench
        -npp 16 -ntg 64 -npl 8,32,64, its S_TG)
+--lamina-args and --llama-args add flags to every run of each (e.g. "--split-mode layer"
+and "-sm layer" to compare layers split over the visible GPUs).
 Steady state: the mean of repetitions 2..r (the first pays for graph capture).
 Prints a markdown table of tok/s and ratios; --raw FILE keeps every output.
 """
@@ -61,23 +63,26 @@ def main():
     ap.add_argument("--tests", default="pp,depth,seq")
     ap.add_argument("-r", type=int, default=3)
     ap.add_argument("--raw")
+    ap.add_argument("--lamina-args", default="", help="extra lamina-bench flags, one string")
+    ap.add_argument("--llama-args", default="", help="extra llama-bench flags, one string")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
     raw = open(a.raw, "a") if a.raw else None
     tests = a.tests.split(",")
+    extra_ours, extra_theirs = a.lamina_args.split(), a.llama_args.split()
     rows = []
     for f in a.files:
         name = os.path.basename(f)
         pairs = []
         if "pp" in tests:
-            ours = lamina(a.lamina, f, ["-p", "512,2048", "-n", "128", "-r", str(a.r)], raw)
+            ours = lamina(a.lamina, f, ["-p", "512,2048", "-n", "128", "-r", str(a.r)] + extra_ours, raw)
             theirs = llama_bench(os.path.join(a.llama, "llama-bench"), f,
-                                 ["-p", "512,2048", "-n", "128", "-r", str(a.r)], raw)
+                                 ["-p", "512,2048", "-n", "128", "-r", str(a.r)] + extra_theirs, raw)
             pairs.append((ours, theirs))
         if "depth" in tests:
-            ours = lamina(a.lamina, f, ["-p", "0", "-n", "128", "-d", "4096", "-r", "2"], raw)
+            ours = lamina(a.lamina, f, ["-p", "0", "-n", "128", "-d", "4096", "-r", "2"] + extra_ours, raw)
             theirs = llama_bench(os.path.join(a.llama, "llama-bench"), f,
-                                 ["-p", "0", "-n", "128", "-d", "4096", "-r", "2"], raw)
+                                 ["-p", "0", "-n", "128", "-d", "4096", "-r", "2"] + extra_theirs, raw)
             pairs.append((ours, theirs))
         if "seq" in tests:
             ours = lamina(a.lamina, f, ["-p", "0", "-n", "0", "--sequences", "8,32,64", "-r", "2"], raw)

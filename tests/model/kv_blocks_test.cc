@@ -187,5 +187,24 @@ TEST(KvBlockPool, ABlockAnotherHoldsOrTheCacheKnowsIsNeverWritten) {
   EXPECT_THROW(pool.writable(cached), std::logic_error) << "no block left beyond the reservations";
 }
 
+TEST(KvBlockPool, AnIdleCachedLeafCanBeTakenOverWithItsContents) {
+  KvBlockPool pool(2);
+  ASSERT_TRUE(pool.reserve(2));
+  const uint32_t parent = pool.take_reserved(), leaf = pool.take_reserved();
+  pool.insert(kNoBlock, parent, run(0, B));
+  pool.insert(parent, leaf, run(B, 7));
+  EXPECT_EQ(pool.cached_length(leaf), 7u);
+  EXPECT_FALSE(pool.take_reserved_cached(leaf)) << "held: not idle";
+  pool.release(leaf);
+  pool.release(parent);
+  ASSERT_TRUE(pool.reserve(1));
+  EXPECT_FALSE(pool.take_reserved_cached(parent)) << "something is cached under it";
+  EXPECT_TRUE(pool.take_reserved_cached(leaf));
+  EXPECT_EQ(pool.holders(leaf), 1u);
+  EXPECT_FALSE(pool.cached(leaf));
+  EXPECT_EQ(pool.n_reserved(), 0u);
+  EXPECT_EQ(pool.match(run(0, B + 7), B + 7).positions(), B) << "the trie no longer offers it";
+}
+
 }  // namespace
 }  // namespace lamina::model::engine

@@ -47,6 +47,18 @@ uint32_t KvBlockPool::take_reserved(uint32_t keep) {
   return take_block(keep);
 }
 
+bool KvBlockPool::take_reserved_cached(uint32_t block) {
+  Block& b = blocks_.at(block);
+  if (!evictable(block) || !b.children.empty() || reserved_ == 0) return false;
+  --reserved_;
+  std::vector<uint32_t>& siblings = children_of(b.parent);
+  siblings.erase(std::find(siblings.begin(), siblings.end(), block));
+  idle_.erase({b.released_at, block});
+  b = Block{};
+  b.holders = 1;
+  return true;
+}
+
 uint32_t KvBlockPool::take_unreserved() {
   if (available() == 0) throw std::logic_error("KV blocks: no block left beyond the reservations");
   return take_block(kNoBlock);

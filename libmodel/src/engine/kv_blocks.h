@@ -63,6 +63,11 @@ class KvBlockPool {
   // block, else the least recently released cached one other than `keep`
   // (evicted with what is cached under it). Held once.
   uint32_t take_reserved(uint32_t keep = kNoBlock);
+  // Like take_reserved, but the block is `block`, a cached idle one with
+  // nothing cached under it: it leaves the trie with its contents, for a
+  // sequence that goes on from them (no copy). Returns false, changing
+  // nothing, for any other block.
+  bool take_reserved_cached(uint32_t block);
   // A block beyond any reservation; throws std::logic_error when none is available.
   uint32_t take_unreserved();
   // One more holder; a cached idle block stops being evictable (the caller
@@ -73,6 +78,8 @@ class KvBlockPool {
   void release(uint32_t block);
   uint32_t holders(uint32_t block) const { return blocks_.at(block).holders; }
   bool cached(uint32_t block) const { return blocks_.at(block).in_trie; }
+  // Positions a cached block holds (0 for others).
+  std::size_t cached_length(uint32_t block) const { return blocks_.at(block).tokens.size(); }
   // Cached and held by nobody.
   bool evictable(uint32_t block) const;
 

@@ -78,11 +78,17 @@ uint32_t Scheduler::take_match(uint32_t s, std::span<const int32_t> prompt, uint
     slot.reserved = 0;
     throw std::logic_error("the KV blocks reserved for a request are gone");
   }
-  // The new block must not be the partial source itself: where evicting it
-  // is the only way to get one, the positions are computed instead.
-  const bool copy = m.partial != kNoBlock &&
-                    !(pool_.n_free() == 0 && pool_.n_cached_idle() == 1 && pool_.evictable(m.partial));
-  if (!copy) return static_cast<uint32_t>(m.full.size()) * kKvBlockPositions;
+  if (m.partial == kNoBlock) return static_cast<uint32_t>(m.positions());
+  // An idle cached block that this prompt extends, or that only evicting
+  // could replace, becomes the sequence's own (no copy); else its matching
+  // positions are copied into a new block.
+  const bool only_one_left = pool_.n_free() == 0 && pool_.n_cached_idle() == 1 && pool_.evictable(m.partial);
+  if ((m.partial_len == pool_.cached_length(m.partial) || only_one_left) && pool_.take_reserved_cached(m.partial)) {
+    slot.table.push_back(m.partial);
+    --slot.reserved;
+    return static_cast<uint32_t>(m.positions());
+  }
+  if (only_one_left) return static_cast<uint32_t>(m.full.size()) * kKvBlockPositions;
   slot.table.push_back(pool_.take_reserved(m.partial));
   --slot.reserved;
   forward_.copy_kv_block(m.partial, slot.table.back(), m.partial_len);

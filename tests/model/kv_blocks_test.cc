@@ -5,6 +5,7 @@
 
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "engine/kv_blocks.h"
@@ -24,6 +25,16 @@ std::vector<int32_t> run(int32_t start, uint32_t n) {
 
 std::span<const int32_t> block_of(const std::vector<int32_t>& tokens, uint32_t i) {
   return std::span<const int32_t>(tokens).subspan(i * B, std::min<std::size_t>(B, tokens.size() - i * B));
+}
+
+// Takes two blocks and caches them: a whole one of tokens 0.. and under it
+// one of `n` tokens; both still held.
+std::pair<uint32_t, uint32_t> cache_chain(KvBlockPool& pool, uint32_t n) {
+  EXPECT_TRUE(pool.reserve(2));
+  const uint32_t parent = pool.take_reserved(), child = pool.take_reserved();
+  pool.insert(kNoBlock, parent, run(0, B));
+  pool.insert(parent, child, run(B, n));
+  return {parent, child};
 }
 
 TEST(KvBlockPool, ReservationsAndHoldersKeepTheCounts) {
@@ -153,10 +164,7 @@ TEST(KvBlockPool, EvictionTakesTheLeastRecentlyReleasedWithItsSubtree) {
 
 TEST(KvBlockPool, EvictingAParentFreesItsCachedChildren) {
   KvBlockPool pool(2);
-  ASSERT_TRUE(pool.reserve(2));
-  const uint32_t parent = pool.take_reserved(), child = pool.take_reserved();
-  pool.insert(kNoBlock, parent, run(0, B));
-  pool.insert(parent, child, run(B, 5));
+  const auto [parent, child] = cache_chain(pool, 5);
   pool.release(parent);  // released before its child: the oldest
   pool.release(child);
   ASSERT_TRUE(pool.reserve(2));
@@ -189,10 +197,7 @@ TEST(KvBlockPool, ABlockAnotherHoldsOrTheCacheKnowsIsNeverWritten) {
 
 TEST(KvBlockPool, AnIdleCachedLeafCanBeTakenOverWithItsContents) {
   KvBlockPool pool(2);
-  ASSERT_TRUE(pool.reserve(2));
-  const uint32_t parent = pool.take_reserved(), leaf = pool.take_reserved();
-  pool.insert(kNoBlock, parent, run(0, B));
-  pool.insert(parent, leaf, run(B, 7));
+  const auto [parent, leaf] = cache_chain(pool, 7);
   EXPECT_EQ(pool.cached_length(leaf), 7u);
   EXPECT_FALSE(pool.take_reserved_cached(leaf)) << "held: not idle";
   pool.release(leaf);

@@ -3,6 +3,7 @@
 // step without the lock, and calls back without the lock.
 #include "lamina/model/engine.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -73,7 +74,7 @@ Engine::State::State(const Model& m, Forward& f, const EngineOptions& o)
                                 ") must be at least the number of sequence slots (" + std::to_string(f.n_seq()) +
                                 ")");
   counters.n_slots = f.n_seq();
-  counters.kv_tokens_capacity = uint64_t{f.n_seq()} * n_ctx;
+  counters.kv_tokens_capacity = std::min(uint64_t{f.n_seq()} * n_ctx, uint64_t{f.kv_blocks()} * kKvBlockPositions);
   counters.kv_blocks_total = f.kv_blocks();
   stats = counters;
 }

@@ -121,7 +121,7 @@ struct LAMINA_MODEL_API EngineStats {
   uint32_t active_sequences = 0;
   uint32_t n_slots = 0;
   uint64_t kv_tokens_used = 0;     // positions held by active sequences
-  uint64_t kv_tokens_capacity = 0; // slots x context
+  uint64_t kv_tokens_capacity = 0; // slots x context, or the pool's positions when fewer
   uint32_t kv_blocks_total = 0;    // KV blocks in the pool (kKvBlockPositions positions each)
   uint32_t kv_blocks_in_use = 0;   // held by running requests
   uint32_t kv_blocks_cached = 0;   // held by none, kept for the prefix cache (evictable)

@@ -43,6 +43,13 @@ void add_run_flags(CLI::App& app, RunFlags& f, unsigned which) {
   }
 }
 
+void add_kv_size_flag(CLI::App& app, RunFlags& f) {
+  app.add_option("--kv-size", f.kv_size,
+                 "KV cache positions shared by all sequences, in blocks of 256 (0: every slot its whole context); "
+                 "idle slots hold none, and a shared prompt prefix is held once")
+      ->check(CLI::Range(0u, 1u << 30));
+}
+
 model::ForwardOptions forward_options(const RunFlags& f, uint32_t n_seq) {
   model::ForwardOptions fo;
   fo.n_ctx = f.n_ctx;
@@ -51,6 +58,7 @@ model::ForwardOptions forward_options(const RunFlags& f, uint32_t n_seq) {
   fo.max_batch = f.batch_size;
   fo.pack_weights = f.pack_weights;
   fo.kv_type = f.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
+  fo.kv_blocks = model::kv_blocks_for(f.kv_size);
   return fo;
 }
 

@@ -22,6 +22,7 @@ struct RunFlags {
   int n_threads = 0;           // 0: all
   uint32_t batch_size = 512;   // tokens per forward step
   std::string kv_type = "f16";
+  uint32_t kv_size = 0;        // KV cache positions shared by all sequences; 0: every slot its whole context
   std::string device = "cpu";  // cpu, cuda or auto
   int gpu_index = 0;
   std::string split_mode = "none";  // none or layer
@@ -45,6 +46,10 @@ enum RunFlag : unsigned {
 // -c/--ctx-size, -t/--threads, -b/--batch-size, --kv-type, --device, --gpu,
 // --no-parity-check, --no-pack, --parity-min-cosine, --no-cuda-graphs.
 void add_run_flags(CLI::App& app, RunFlags& flags, unsigned which = kAllRunFlags);
+
+// --kv-size: for the apps that run several sequences through the engine,
+// which hands the cache's blocks to the running ones.
+void add_kv_size_flag(CLI::App& app, RunFlags& flags);
 
 // n_seq sequence slots; the rest from the flags.
 model::ForwardOptions forward_options(const RunFlags& flags, uint32_t n_seq = 1);

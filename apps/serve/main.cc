@@ -25,13 +25,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   apps::add_run_flags(app, o.run);
+  apps::add_kv_size_flag(app, o.run);
   app.add_option("--parallel", o.n_parallel, "sequence slots: requests generating at once")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   app.add_option("--max-queue", o.max_queue, "requests waiting for a slot before new ones get 429")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
-  app.add_flag("!--no-prefix-cache", o.prefix_cache, "recompute every prompt instead of reusing a slot's prefix");
+  app.add_flag("!--no-prefix-cache", o.prefix_cache, "recompute every prompt instead of reusing cached KV blocks");
   apps::add_chat_template_flag(app, o.chat_template);
   app.add_option("--pooling", o.pooling,
                  "how /v1/embeddings pools a text's hidden states (default: the model's pooling_type, else last)")

@@ -148,6 +148,16 @@ std::string Metrics::render(const LiveGauges& live) const {
   scalar(out, "lamina_kv_cache_usage_ratio", "gauge", "Fraction of the KV cache in use.",
          e.kv_tokens_capacity ? static_cast<double>(e.kv_tokens_used) / static_cast<double>(e.kv_tokens_capacity)
                               : 0.0);
+  scalar(out, "lamina_kv_blocks", "gauge", "KV cache blocks of 256 positions in the pool (--kv-size).",
+         e.kv_blocks_total);
+  scalar(out, "lamina_kv_blocks_in_use", "gauge", "KV blocks held by running requests.", e.kv_blocks_in_use);
+  scalar(out, "lamina_kv_blocks_cached", "gauge", "KV blocks held by none, kept for the prefix cache.",
+         e.kv_blocks_cached);
+  scalar(out, "lamina_kv_blocks_peak", "gauge", "The most KV blocks ever in use at once.", e.kv_blocks_peak);
+  scalar(out, "lamina_prefix_cache_hit_ratio", "gauge", "Fraction of admitted prompt tokens reused, not computed.",
+         e.prompt_tokens_total ? static_cast<double>(e.cached_prompt_tokens_total) /
+                                     static_cast<double>(e.prompt_tokens_total)
+                               : 0.0);
   scalar(out, "lamina_engine_steps_total", "counter", "Forward steps the engine has run.",
          static_cast<double>(e.steps_total));
   scalar(out, "lamina_http_requests_in_flight", "gauge", "Completion requests being served.", live.http_in_flight);

@@ -20,7 +20,6 @@ std::vector<int32_t> Forward::decode_greedy(std::span<const TokenInput> batch) {
   return ids;
 }
 
-bool Forward::copy_sequence(uint32_t, uint32_t, uint32_t) { return false; }
 
 std::span<const float> Forward::hidden_states(std::span<const TokenInput>) {
   throw ModelError("the " + backend_name() + " forward pass does not return hidden states (embeddings run on the CPU)");

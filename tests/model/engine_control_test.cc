@@ -115,9 +115,6 @@ class PassThroughForward : public Forward {
   uint32_t n_seq() const override { return inner_.n_seq(); }
   std::size_t kv_cache_bytes() const override { return inner_.kv_cache_bytes(); }
   std::string backend_name() const override { return inner_.backend_name(); }
-  bool copy_sequence(uint32_t src, uint32_t dst, uint32_t n_pos) override {
-    return inner_.copy_sequence(src, dst, n_pos);
-  }
   uint32_t kv_blocks() const override { return inner_.kv_blocks(); }
   void set_block_table(uint32_t seq, std::span<const uint32_t> blocks) override {
     inner_.set_block_table(seq, blocks);

@@ -114,6 +114,12 @@ TEST(Metrics, RenderedTextParsesAndCarriesTheCounts) {
   live.engine.n_slots = 4;
   live.engine.kv_tokens_used = 256;
   live.engine.kv_tokens_capacity = 1024;
+  live.engine.kv_blocks_total = 8;
+  live.engine.kv_blocks_in_use = 3;
+  live.engine.kv_blocks_cached = 2;
+  live.engine.kv_blocks_peak = 5;
+  live.engine.prompt_tokens_total = 400;
+  live.engine.cached_prompt_tokens_total = 100;
   live.engine.last_step_tokens = 17;
   live.http_in_flight = 5;
 
@@ -142,6 +148,11 @@ TEST(Metrics, RenderedTextParsesAndCarriesTheCounts) {
   EXPECT_EQ(s.at("lamina_kv_cache_used_tokens"), "256");
   EXPECT_EQ(s.at("lamina_kv_cache_capacity_tokens"), "1024");
   EXPECT_EQ(s.at("lamina_kv_cache_usage_ratio"), "0.25");
+  EXPECT_EQ(s.at("lamina_kv_blocks"), "8");
+  EXPECT_EQ(s.at("lamina_kv_blocks_in_use"), "3");
+  EXPECT_EQ(s.at("lamina_kv_blocks_cached"), "2");
+  EXPECT_EQ(s.at("lamina_kv_blocks_peak"), "5");
+  EXPECT_EQ(s.at("lamina_prefix_cache_hit_ratio"), "0.25");
   EXPECT_EQ(s.at("lamina_http_requests_in_flight"), "5");
 }
 

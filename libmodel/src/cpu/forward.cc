@@ -403,19 +403,6 @@ uint32_t CpuForward::n_seq() const { return state_->cache.n_seq(); }
 int CpuForward::n_threads() const { return static_cast<int>(state_->pool.num_threads()); }
 std::size_t CpuForward::kv_cache_bytes() const { return state_->cache.bytes(); }
 
-bool CpuForward::copy_sequence(uint32_t src, uint32_t dst, uint32_t n_pos) {
-  KvCache& cache = state_->cache;
-  if (src >= cache.n_seq() || dst >= cache.n_seq() || n_pos > cache.n_ctx())
-    throw ModelError("copy_sequence: " + std::to_string(n_pos) + " positions from slot " + std::to_string(src) +
-                     " to slot " + std::to_string(dst) + " of " + std::to_string(cache.n_seq()));
-  const std::span<const uint32_t> from = cache.block_table(src), to = cache.block_table(dst);
-  for (uint32_t i = 0; i < kv_blocks_for(n_pos); ++i) {
-    if (i >= from.size() || i >= to.size()) throw ModelError("copy_sequence: a slot's block table is too short");
-    cache.copy_block(from[i], to[i], std::min(kKvBlockPositions, n_pos - i * kKvBlockPositions));
-  }
-  return true;
-}
-
 uint32_t CpuForward::kv_blocks() const { return state_->cache.n_blocks(); }
 void CpuForward::set_block_table(uint32_t seq, std::span<const uint32_t> blocks) {
   state_->cache.set_block_table(seq, blocks);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -19,7 +20,7 @@ void report(EmbeddingJob& job) {
 
 }  // namespace
 
-void check_embedding_request(const EmbeddingRequest& request, uint32_t n_ctx, uint32_t n_vocab) {
+void check_embedding_request(const EmbeddingRequest& request, uint32_t n_ctx, uint32_t n_vocab, uint32_t kv_blocks) {
   if (request.inputs.empty()) throw std::invalid_argument("the embedding request has no inputs");
   for (std::size_t i = 0; i < request.inputs.size(); ++i) {
     const std::vector<int32_t>& ids = request.inputs[i];
@@ -28,6 +29,9 @@ void check_embedding_request(const EmbeddingRequest& request, uint32_t n_ctx, ui
     if (ids.size() >= n_ctx)
       throw std::invalid_argument(where + " has " + std::to_string(ids.size()) + " tokens; the context holds " +
                                   std::to_string(n_ctx));
+    if (kv_blocks_for(static_cast<uint32_t>(ids.size())) > kv_blocks)
+      throw std::invalid_argument(where + " has " + std::to_string(ids.size()) + " tokens; the KV cache holds " +
+                                  std::to_string(kv_blocks) + " blocks of " + std::to_string(kKvBlockPositions));
     for (const int32_t id : ids)
       if (id < 0 || static_cast<uint32_t>(id) >= n_vocab)
         throw std::invalid_argument(where + " has token id " + std::to_string(id) + ", outside the vocabulary (" +
@@ -38,14 +42,18 @@ void check_embedding_request(const EmbeddingRequest& request, uint32_t n_ctx, ui
 void EmbeddingJobs::run_round(Forward& forward, Scheduler& scheduler) {
   if (jobs_.empty()) return;
   EmbeddingJob& job = jobs_.front();
-  const std::size_t left = job.request.inputs.size() - job.next;
-  const std::vector<uint32_t> slots = scheduler.free_slot_ids(static_cast<uint32_t>(std::min<std::size_t>(left, scheduler.n_slots())));
+  std::vector<uint32_t> slots;
+  while (job.next + slots.size() < job.request.inputs.size()) {
+    const auto n = static_cast<uint32_t>(job.request.inputs[job.next + slots.size()].size());
+    const std::optional<uint32_t> slot = scheduler.lend_slot(n);
+    if (!slot) break;
+    slots.push_back(*slot);
+  }
   if (slots.empty()) return;
   const Pooling pooling = job.request.pooling;
   batch_.clear();
   for (std::size_t k = 0; k < slots.size(); ++k) {
     const std::vector<int32_t>& ids = job.request.inputs[job.next + k];
-    scheduler.slot_holds(slots[k], {});  // until the pass has written them
     const auto n = static_cast<uint32_t>(ids.size());
     for (uint32_t pos = 0; pos < n; ++pos) batch_.push_back({ids[pos], pos, slots[k], pooling_reads(pooling, pos, n)});
   }
@@ -59,7 +67,6 @@ void EmbeddingJobs::run_round(Forward& forward, Scheduler& scheduler) {
       for (uint32_t pos = 0; pos < ids.size(); ++pos) rows += pooling_reads(pooling, pos, static_cast<uint32_t>(ids.size()));
       job.result.vectors.push_back(pool_and_normalize(pooling, states.subspan(row * width, rows * width), width));
       row += rows;
-      scheduler.slot_holds(slots[k], ids);
     }
     job.next += slots.size();
   } catch (const std::exception& e) {
@@ -67,6 +74,7 @@ void EmbeddingJobs::run_round(Forward& forward, Scheduler& scheduler) {
     job.result.error = std::string("forward pass failed: ") + e.what();
     job.next = job.request.inputs.size();
   }
+  for (const uint32_t slot : slots) scheduler.return_slot(slot);
   if (job.next < job.request.inputs.size()) return;
   EmbeddingJob done = std::move(job);
   jobs_.pop_front();

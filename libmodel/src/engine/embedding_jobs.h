@@ -1,6 +1,7 @@
 // Embedding requests on the engine thread: each round runs as many of the
-// front request's inputs as slots are free, in one forward pass of hidden
-// states, and pools them. Lives on the engine thread only.
+// front request's inputs as slots and KV blocks are free (lent by the
+// scheduler for the round), in one forward pass of hidden states, and pools
+// them. Lives on the engine thread only.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +14,9 @@
 
 namespace lamina::model::engine {
 
-// Throws std::invalid_argument for a request that can never run.
-void check_embedding_request(const EmbeddingRequest& request, uint32_t n_ctx, uint32_t n_vocab);
+// Throws std::invalid_argument for a request that can never run (with a
+// context of `n_ctx` and a KV pool of `kv_blocks` blocks).
+void check_embedding_request(const EmbeddingRequest& request, uint32_t n_ctx, uint32_t n_vocab, uint32_t kv_blocks);
 
 struct EmbeddingJob {
   EmbeddingRequest request;
@@ -27,7 +29,7 @@ class EmbeddingJobs {
  public:
   void add(EmbeddingJob job) { jobs_.push_back(std::move(job)); }
   bool pending() const { return !jobs_.empty(); }
-  // Runs inputs of the front job in the scheduler's free slots (none free:
+  // Runs inputs of the front job in slots the scheduler lends (none free:
   // nothing) and reports the jobs that completed.
   void run_round(Forward& forward, Scheduler& scheduler);
   // Reports every job left with `error`.

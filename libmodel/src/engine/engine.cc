@@ -3,6 +3,7 @@
 // step without the lock, and calls back without the lock.
 #include "lamina/model/engine.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -65,8 +66,7 @@ struct Engine::State {
 Engine::State::State(const Model& m, Forward& f, const EngineOptions& o)
     : model(m), forward(f), options(o), n_ctx(f.n_ctx()), n_vocab(f.config().n_vocab),
       n_slots(f.n_seq()),
-      // Copying no positions tells whether this forward pass copies at all.
-      scheduler(f.n_seq(), o, f.copy_sequence(0, 0, 0)),
+      scheduler(f, o),
       sampling(f.config().n_vocab) {
   if (options.prefill_chunk == 0) throw std::invalid_argument("prefill_chunk must be positive");
   if (options.max_step_tokens < f.n_seq())
@@ -74,11 +74,22 @@ Engine::State::State(const Model& m, Forward& f, const EngineOptions& o)
                                 ") must be at least the number of sequence slots (" + std::to_string(f.n_seq()) +
                                 ")");
   counters.n_slots = f.n_seq();
-  counters.kv_tokens_capacity = uint64_t{f.n_seq()} * n_ctx;
+  counters.kv_tokens_capacity = std::min(uint64_t{f.n_seq()} * n_ctx, uint64_t{f.kv_blocks()} * kKvBlockPositions);
+  counters.kv_blocks_total = f.kv_blocks();
   stats = counters;
 }
 
-void Engine::State::validate(const CompletionRequest& request) const { engine::check_request(request, n_ctx, n_vocab); }
+void Engine::State::validate(const CompletionRequest& request) const {
+  engine::check_request(request, n_ctx, n_vocab);
+  const uint32_t blocks = engine::worst_case_blocks(request, n_ctx);
+  if (blocks > forward.kv_blocks())
+    throw std::invalid_argument(
+        "the request may need " + std::to_string(uint64_t{blocks} * kKvBlockPositions) +
+        " KV positions (a prompt of " + std::to_string(request.prompt_ids.size()) + " tokens and max_tokens " +
+        std::to_string(request.max_tokens) + ", within a context of " + std::to_string(n_ctx) + "), " +
+        std::to_string(blocks) + " blocks of " + std::to_string(kKvBlockPositions) + "; the KV cache holds " +
+        std::to_string(forward.kv_blocks()) + " blocks (ForwardOptions::kv_blocks, --kv-size)");
+}
 
 bool Engine::State::take_work(std::vector<std::unique_ptr<Sequence>>& admitted,
                               std::vector<std::unique_ptr<Sequence>>& dropped, std::vector<RequestId>& cancels,
@@ -103,7 +114,8 @@ bool Engine::State::take_work(std::vector<std::unique_ptr<Sequence>>& admitted,
     for (auto& seq : queue) dropped.push_back(std::move(seq));
     queue.clear();
   }
-  while (!queue.empty() && admitted.size() < scheduler.free_slots()) {
+  // In order: a request whose KV blocks are not free yet holds back those behind it.
+  while (!queue.empty() && scheduler.reserve_for(*queue.front())) {
     admitted.push_back(std::move(queue.front()));
     queue.pop_front();
   }
@@ -128,11 +140,7 @@ void Engine::State::run() {
     if (!go_on) break;
     try {
       const auto now = Clock::now();
-      for (auto& seq : admitted) {
-        const Sequence& running = scheduler.admit(std::move(seq), now);
-        counters.prompt_tokens_total += running.prompt_size();
-        counters.cached_prompt_tokens_total += running.cached_prompt();
-      }
+      for (auto& seq : admitted) counters.prompt_tokens_total += scheduler.admit(std::move(seq), now).prompt_size();
       for (RequestId id : cancels) scheduler.cancel(id);
       if (cancel_all) scheduler.finish_all(FinishReason::Cancelled);
       step();
@@ -157,10 +165,6 @@ void Engine::State::step() {
   for (const engine::StepEntry& entry : scheduler.step_entries())
     if (entry.logits) samplers.push_back(entry.sequence);
   try {
-    for (const engine::SlotCopy& c : scheduler.step_copies()) {
-      forward.copy_sequence(c.src, c.dst, c.n_pos);
-      counters.cached_prompt_tokens_total += c.n_pos;
-    }
     sampling.run(forward, batch, samplers);
   } catch (const std::exception& e) {
     scheduler.fail_step(std::string("forward pass failed: ") + e.what());
@@ -183,6 +187,10 @@ void Engine::State::finish_ended() {
   auto ended = scheduler.take_finished();
   counters.active_sequences = scheduler.n_active();
   counters.kv_tokens_used = scheduler.kv_tokens_used();
+  counters.cached_prompt_tokens_total = scheduler.cached_prompt_total();
+  counters.kv_blocks_in_use = scheduler.blocks().n_in_use();
+  counters.kv_blocks_cached = scheduler.blocks().n_cached_idle();
+  counters.kv_blocks_peak = scheduler.peak_blocks_in_use();
   {
     // Published first, so that whoever hears of the end sees it counted.
     std::lock_guard lock(mutex);
@@ -222,7 +230,7 @@ Engine::RequestId Engine::submit(CompletionRequest request, CompletionCallbacks 
 
 bool Engine::embed(EmbeddingRequest request, std::function<void(EmbeddingResult)> on_done) {
   State& s = *state_;
-  engine::check_embedding_request(request, s.n_ctx, s.n_vocab);
+  engine::check_embedding_request(request, s.n_ctx, s.n_vocab, s.forward.kv_blocks());
   {
     std::lock_guard lock(s.mutex);
     if (s.stopping || s.embedding_queue.size() >= s.options.max_queue) return false;

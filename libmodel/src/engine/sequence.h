@@ -50,7 +50,7 @@ class Sequence {
   int32_t token_at(uint32_t pos) const;
   // The forward pass has stored `count` more positions.
   void advance(uint32_t count) { n_fed_ += count; }
-  // The slot's first `n` positions (more than n_cached()) were copied from
+  // The slot's first `n` positions (at least n_cached()) were taken from
   // another sequence with the same prompt tokens: they count as cached.
   void adopt_prefix(uint32_t n) { n_fed_ = cached_prompt_ = n; }
 

@@ -5,6 +5,17 @@
 // cancelled. Because the forward pass is batch-invariant and each request
 // has its own seeded sampler, a request's tokens do not depend on what runs
 // beside it.
+//
+// KV memory: the forward pass's KV cache is a pool of blocks of
+// kKvBlockPositions positions (ForwardOptions::kv_blocks) that the engine
+// hands to the running requests; idle slots hold none. A request is admitted
+// when the pool can give it its worst case (prompt plus min(max_tokens,
+// context) positions; blocks shared with running requests count once), so
+// it never runs out mid-flight; until then it waits in the queue. Blocks
+// that hold a prompt prefix are shared by reference between the requests
+// that start with it, and kept after they end (the prefix cache, evicted
+// least recently used first), so a later request with the same system
+// prompt or a growing chat computes only its new tokens.
 #pragma once
 
 #include <cstddef>
@@ -33,7 +44,9 @@ struct LAMINA_MODEL_API EngineOptions {
   uint32_t max_queue = 64;          // requests waiting for a free slot; submit() refuses beyond this
   uint32_t max_step_tokens = 512;   // tokens per forward step, decode and prompt chunks together
   uint32_t prefill_chunk = 256;     // prompt tokens of one sequence per step
-  bool prefix_cache = true;         // reuse a free slot's cached tokens that prefix a new prompt
+  // Reuse the KV blocks of earlier requests whose tokens prefix a new
+  // prompt; off, only requests running together share (n > 1 samples).
+  bool prefix_cache = true;
 };
 
 struct LAMINA_MODEL_API CompletionRequest {
@@ -108,7 +121,11 @@ struct LAMINA_MODEL_API EngineStats {
   uint32_t active_sequences = 0;
   uint32_t n_slots = 0;
   uint64_t kv_tokens_used = 0;     // positions held by active sequences
-  uint64_t kv_tokens_capacity = 0; // slots x context
+  uint64_t kv_tokens_capacity = 0; // slots x context, or the pool's positions when fewer
+  uint32_t kv_blocks_total = 0;    // KV blocks in the pool (kKvBlockPositions positions each)
+  uint32_t kv_blocks_in_use = 0;   // held by running requests
+  uint32_t kv_blocks_cached = 0;   // held by none, kept for the prefix cache (evictable)
+  uint32_t kv_blocks_peak = 0;     // the most ever in use at once
   uint32_t last_step_tokens = 0;   // tokens in the most recent forward step
   uint64_t steps_total = 0;
 };
@@ -137,7 +154,8 @@ class LAMINA_MODEL_API Engine {
   // stopping (nothing is called then). Throws std::invalid_argument for a
   // request that can never run (empty prompt, prompt not shorter than the
   // context, token id outside the vocabulary, top_logprobs above
-  // kMaxTopLogprobs). Safe to call from any thread, callbacks included.
+  // kMaxTopLogprobs, a worst case of more KV blocks than the whole pool
+  // holds). A request waits in the queue while its KV blocks are not free. Safe to call from any thread, callbacks included.
   RequestId submit(CompletionRequest request, CompletionCallbacks callbacks);
   // Queues embeddings: between forward steps, the engine thread runs as many
   // inputs at once as slots are free (a batch-invariant pass: an input's

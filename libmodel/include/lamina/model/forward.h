@@ -101,12 +101,6 @@ class LAMINA_MODEL_API Forward {
   // Device memory in use, for reports (empty on the CPU).
   virtual std::string device_memory_report() const { return {}; }
 
-  // Makes slot `dst` hold what positions [0, n_pos) of slot `src` hold, so
-  // a sequence can go on from another's prompt without computing it again
-  // (n > 1 samples of one prompt). False when this implementation cannot;
-  // the caller then computes the prompt in `dst` itself.
-  virtual bool copy_sequence(uint32_t src, uint32_t dst, uint32_t n_pos);
-
   // The KV cache is a pool of kv_blocks() blocks of kKvBlockPositions
   // positions (lamina/model/kv_cache.h). Slot `seq` reads and writes its
   // positions [i * kKvBlockPositions, (i + 1) * kKvBlockPositions) in
@@ -144,7 +138,6 @@ class LAMINA_MODEL_API CpuForward final : public Forward {
   int n_threads() const;
   std::size_t kv_cache_bytes() const override;
   std::string backend_name() const override;
-  bool copy_sequence(uint32_t src, uint32_t dst, uint32_t n_pos) override;
   uint32_t kv_blocks() const override;
   void set_block_table(uint32_t seq, std::span<const uint32_t> blocks) override;
   void copy_kv_block(uint32_t src, uint32_t dst, uint32_t n_pos) override;

@@ -22,13 +22,13 @@ using namespace tool_calls;
 
 std::string literal(std::string_view a, std::string_view b = {}) { return gbnf_literal(std::string(a) + std::string(b)); }
 
-std::string quoted(std::string_view text) { return nlohmann::json(std::string(text)).dump(-1, ' ', false); }
+std::string json_text(std::string_view text) { return nlohmann::json(std::string(text)).dump(-1, ' ', false); }
 
 // A JSON call object {"name": "NAME", KEY: ARGS} with the template's spacing
 // (one optional space between tokens, as the schema rules allow).
 std::string call_object(const std::string& name, const char* args_key, const std::string& args_rule) {
-  return "\"{\" ws " + gbnf_literal(quoted("name")) + " ws \":\" ws " + gbnf_literal(quoted(name)) +
-         " ws \",\" ws " + gbnf_literal(quoted(args_key)) + " ws \":\" ws " + args_rule + " ws \"}\"";
+  return "\"{\" ws " + gbnf_literal(json_text("name")) + " ws \":\" ws " + gbnf_literal(json_text(name)) +
+         " ws \",\" ws " + gbnf_literal(json_text(args_key)) + " ws \":\" ws " + args_rule + " ws \"}\"";
 }
 
 // One call of a function, as the format writes it.
@@ -90,8 +90,12 @@ std::string tool_call_gbnf(ToolCallFormat format, const std::vector<ToolFunction
   std::string rules, call, named;
   for (std::size_t i = 0; i < functions.size(); ++i) {
     const ToolFunction& f = functions[i];
-    if (f.name.empty()) throw std::invalid_argument("tool function " + std::to_string(i) + " has no name");
-    const std::string prefix = "f" + std::to_string(i) + "-";
+    // Built by appending: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string temporaries.
+    std::string index = std::to_string(i);
+    if (f.name.empty()) throw std::invalid_argument("tool function " + index + " has no name");
+    std::string prefix = "f";
+    prefix += index;
+    prefix += '-';
     std::string args = "json-object";
     if (!f.parameters.empty()) {
       try {

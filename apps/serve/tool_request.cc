@@ -91,13 +91,14 @@ ToolRequest parse_tool_request(const json& body) {
 }
 
 void shape_tool_calls(ordered_json& fields, std::size_t index) {
-  const auto it = fields.find("tool_calls");
-  if (it == fields.end() || it->is_null()) return;
-  const std::string param = "messages[" + std::to_string(index) + "].tool_calls";
-  if (!it->is_array()) throw wrong_type(param, "an array");
+  if (!field(fields, "tool_calls")) return;
   // Clients echo a reply's calls with content null; templates read the content
   // as text (Qwen 3's tests `'</think>' in message.content`), so it goes as "".
+  // (Erased first: erasing from an ordered object moves the members after it.)
   if (const auto content = fields.find("content"); content != fields.end() && content->is_null()) fields.erase(content);
+  const auto it = fields.find("tool_calls");
+  const std::string param = "messages[" + std::to_string(index) + "].tool_calls";
+  if (!it->is_array()) throw wrong_type(param, "an array");
   for (std::size_t i = 0; i < it->size(); ++i) {
     ordered_json& call = (*it)[i];
     const std::string call_param = param + "[" + std::to_string(i) + "]";

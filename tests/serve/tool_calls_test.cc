@@ -224,7 +224,7 @@ TEST(ToolRequest, TemplatesSeeTheClientsKeyOrder) {
   EXPECT_TRUE(m.accept_bytes("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"zeta\": 1, \"alpha\": 2}}"));
   model::GrammarMatcher sorted(std::make_shared<model::TokenConstraint>(
       grammar, model::GrammarVocabulary::from_pieces({"x"}, {})));
-  EXPECT_FALSE(sorted.accept_bytes("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"alpha\": 2"));
+  EXPECT_FALSE(sorted.accept_bytes("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"alpha\": 2, \"zeta\""));
 }
 
 ResponseMeta chat_meta() {

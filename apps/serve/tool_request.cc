@@ -141,23 +141,27 @@ std::shared_ptr<const model::Grammar> constrain_tool_choice(const ToolRequest& t
   std::vector<std::size_t> index;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const ordered_json& f = all[i].at("function");
-    model::ToolFunction function{f.at("name").get<std::string>(), {}};
+    model::ToolFunction function{f.at("name").get<std::string>(), {}, false};
     if (tools.choice == ToolRequest::Choice::Named && function.name != tools.function) continue;
+    const std::string param = "tools[" + std::to_string(i) + "].function";
     if (const ordered_json* p = field(f, "parameters")) {
-      if (!p->is_object()) throw wrong_type("tools[" + std::to_string(i) + "].function.parameters", "an object");
+      if (!p->is_object()) throw wrong_type(param + ".parameters", "an object");
       function.parameters = p->dump();
+    }
+    if (const ordered_json* strict = field(f, "strict")) {
+      if (!strict->is_boolean()) throw wrong_type(param + ".strict", "a boolean");
+      function.strict = strict->get<bool>();
     }
     functions.push_back(std::move(function));
     index.push_back(i);
   }
-  model::JsonSchemaOptions options;
   try {
-    return model::tool_call_grammar(*format, functions, tools.parallel, options);
+    return model::tool_call_grammar(*format, functions, tools.parallel);
   } catch (const model::GrammarError& e) {
     // Name the tool whose parameters failed.
     for (std::size_t k = 0; k < functions.size(); ++k) {
       try {
-        model::tool_call_grammar(*format, {functions[k]}, false, options);
+        model::tool_call_grammar(*format, {functions[k]}, false);
       } catch (const model::GrammarError&) {
         throw invalid("tools[" + std::to_string(index[k]) + "].function.parameters", e.what());
       }

@@ -182,6 +182,10 @@ TEST(ToolChoiceTest, BadSchemasAndFunctionsAreClearErrors) {
                 .find("contentMediaType"),
             std::string::npos);
   EXPECT_NE(message({{"g", R"({"type":"string"})"}}).find("\"type\": \"object\""), std::string::npos);
+  // function.strict: every object with properties must close them.
+  const char* open_object = R"({"type":"object","properties":{"x":{"type":"integer"}}})";
+  EXPECT_EQ(message({{"s", open_object, false}}), "");
+  EXPECT_NE(message({{"s", open_object, true}}).find("additionalProperties"), std::string::npos);
   EXPECT_NE(message({{"g", "{not json"}}).find("not valid JSON"), std::string::npos);
   EXPECT_NE(message({}).find("at least one function"), std::string::npos);
   EXPECT_NE(message({{"", ""}}).find("no name"), std::string::npos);

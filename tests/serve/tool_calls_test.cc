@@ -134,6 +134,17 @@ TEST(ToolRequest, WhatCannotBeHonouredIsRefused) {
     EXPECT_EQ(e.param(), "tools[1].function.parameters");
     EXPECT_NE(std::string(e.what()).find("contentEncoding"), std::string::npos) << e.what();
   }
+  // function.strict is honoured: an open object is refused.
+  const ToolRequest strict = parse_tool_request(json::parse(R"({"tool_choice": "required", "tools": [
+      {"type": "function", "function": {"name": "a", "strict": true, "parameters": {"type": "object",
+        "properties": {"x": {"type": "integer"}}}}}]})"));
+  try {
+    constrain_tool_choice(strict, model::ToolCallFormat::Hermes, req);
+    ADD_FAILURE() << "strict accepted an open object";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param(), "tools[0].function.parameters");
+    EXPECT_NE(std::string(e.what()).find("additionalProperties"), std::string::npos) << e.what();
+  }
   // Parameters that are no object schema cannot be arguments.
   const ToolRequest scalar = parse_tool_request(json::parse(R"({"tool_choice": {"type": "function", "function":
       {"name": "a"}}, "tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "string"}}}]})"));

@@ -84,8 +84,7 @@ std::string object_schema(const std::string& parameters) {
 
 }  // namespace
 
-std::string tool_call_gbnf(ToolCallFormat format, const std::vector<ToolFunction>& functions, bool parallel,
-                           const JsonSchemaOptions& options) {
+std::string tool_call_gbnf(ToolCallFormat format, const std::vector<ToolFunction>& functions, bool parallel) {
   if (functions.empty()) throw std::invalid_argument("a tool-call grammar needs at least one function");
   std::string rules, call, named;
   for (std::size_t i = 0; i < functions.size(); ++i) {
@@ -99,7 +98,8 @@ std::string tool_call_gbnf(ToolCallFormat format, const std::vector<ToolFunction
     std::string args = "json-object";
     if (!f.parameters.empty()) {
       try {
-        rules += grammar::compile_json_schema_rules(object_schema(f.parameters), options, prefix);
+        rules += grammar::compile_json_schema_rules(object_schema(f.parameters), JsonSchemaOptions{f.strict},
+                                                    prefix);
       } catch (const GrammarError& e) {
         throw GrammarError("the parameters of function '" + f.name + "': " + e.what());
       }
@@ -118,8 +118,8 @@ std::string tool_call_gbnf(ToolCallFormat format, const std::vector<ToolFunction
 }
 
 std::shared_ptr<const Grammar> tool_call_grammar(ToolCallFormat format, const std::vector<ToolFunction>& functions,
-                                                 bool parallel, const JsonSchemaOptions& options) {
-  return Grammar::from_gbnf(tool_call_gbnf(format, functions, parallel, options));
+                                                 bool parallel) {
+  return Grammar::from_gbnf(tool_call_gbnf(format, functions, parallel));
 }
 
 std::vector<std::string> tool_call_marker_tokens(ToolCallFormat format) {

@@ -42,16 +42,7 @@ struct Choice {
 };
 
 CompletionRequest sampled(const Model& model, std::shared_ptr<TokenConstraint> c, uint64_t seed) {
-  CompletionRequest r;
-  r.prompt_ids = model.tokenizer().encode("Once upon a time", true, false);
-  r.max_tokens = 128;
-  r.sampling.temperature = 1.0f;
-  r.sampling.top_k = 0;
-  r.sampling.top_p = 1.0f;
-  r.sampling.min_p = 0.0f;
-  r.sampling.seed = seed;
-  r.constraint = std::move(c);
-  return r;
+  return engine_test::full_distribution_request(model, "Once upon a time", 128, seed, std::move(c));
 }
 
 TEST(ToolChoiceTest, SampledOutputsAreCallsOfTheAllowedFunctions) {

@@ -14,6 +14,7 @@
 #include "../common/run_flags.h"
 #include "lamina/model/generate.h"
 #include "lamina/model/grammar.h"
+#include "lamina/model/tool_calls.h"
 
 namespace {
 
@@ -35,12 +36,16 @@ double ms_of(const std::function<void()>& f) {
 
 int main(int argc, char** argv) {
   CLI::App app{"lamina-bench-grammar: constrained against unconstrained decode speed"};
-  std::string model_path, schema_path, prompt = "Write the record as JSON:";
+  std::string model_path, schema_path, tool_format, prompt = "Write the record as JSON:";
   int n_gen = 128, repetitions = 3;
   apps::RunFlags run;
   model::SamplerOptions sampling;
   app.add_option("-m,--model", model_path, "GGUF model file or Hugging Face model folder")->required();
   app.add_option("--schema", schema_path, "JSON schema file (default: any JSON object)");
+  app.add_option("--tool-call", tool_format,
+                 "constrain to calls of one function 'f' (its parameters: --schema) in this format, as "
+                 "tool_choice required does")
+      ->check(CLI::IsMember({"hermes", "llama3", "mistral", "harmony"}));
   app.add_option("-p,--prompt", prompt, "prompt text");
   app.add_option("-n,--n-gen", n_gen, "tokens to generate per run (at most)")->check(CLI::Range(1, 100000));
   app.add_option("-r,--repetitions", repetitions, "runs (seeds) of each kind")->check(CLI::Range(1, 1000));
@@ -52,15 +57,27 @@ int main(int argc, char** argv) {
     const auto m = model::Model::load(model_path);
     const auto forward = model::make_forward(*m, apps::forward_options(run), apps::device(run), apps::gpu_options(run));
     std::shared_ptr<const model::Grammar> grammar = model::Grammar::json_object();
+    std::string schema;
     if (!schema_path.empty()) {
       std::ifstream in(schema_path);
       if (!in) throw std::runtime_error("cannot read " + schema_path);
       std::stringstream text;
       text << in.rdbuf();
-      grammar = model::Grammar::from_json_schema(text.str());
+      schema = text.str();
+      grammar = model::Grammar::from_json_schema(schema);
+    }
+    std::vector<std::string> markers;
+    if (!tool_format.empty()) {
+      const model::ToolCallFormat format = tool_format == "hermes"   ? model::ToolCallFormat::Hermes
+                                           : tool_format == "llama3" ? model::ToolCallFormat::Llama3Json
+                                           : tool_format == "mistral" ? model::ToolCallFormat::Mistral
+                                                                      : model::ToolCallFormat::Harmony;
+      grammar = model::tool_call_grammar(format, {{"f", schema}}, true);
+      markers = model::tool_call_marker_tokens(format);
     }
     std::shared_ptr<const model::GrammarVocabulary> vocab;
-    const double vocab_ms = ms_of([&] { vocab = model::GrammarVocabulary::from_tokenizer(m->tokenizer()); });
+    const double vocab_ms =
+        ms_of([&] { vocab = model::GrammarVocabulary::from_tokenizer(m->tokenizer(), markers); });
 
     // One mask from a fresh constraint (the trie walk) and again (the cache).
     auto fresh = std::make_shared<model::TokenConstraint>(grammar, vocab);
@@ -105,6 +122,7 @@ int main(int argc, char** argv) {
       grammar_tokens += b.generated_ids.size();
     }
     free_run.tokens -= std::min<uint64_t>(free_run.tokens, static_cast<uint64_t>(repetitions));
+    std::printf("device %s (%s), %d threads\n", run.device.c_str(), forward->backend_name().c_str(), run.n_threads);
     std::printf("vocabulary %d tokens, trie built in %.1f ms\n", vocab->n_vocab(), vocab_ms);
     std::printf("first mask %.2f ms (trie walk), cached %.3f ms; json_object inside a string: %.2f ms\n", cold_ms,
                 warm_ms, string_ms);

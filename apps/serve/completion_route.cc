@@ -177,7 +177,14 @@ std::unique_ptr<RunningCompletion> RunningCompletion::start(ServeContext& ctx, E
   if (!parsed.model.empty() && parsed.model != ctx.options.model_name)
     throw ApiError(404, "The model `" + parsed.model + "` does not exist.", "invalid_request_error", "model",
                    "model_not_found");
-  if (endpoint == Endpoint::ChatCompletions) constrain_tool_choice(parsed.tools, ctx.tool_format, parsed.completion);
+  std::shared_ptr<const model::Grammar> tool_grammar;
+  if (endpoint == Endpoint::ChatCompletions) {
+    parsed.chat.tools_json = parsed.tools.tools_json = tools_in_client_order(parsed.tools, body);
+    tool_grammar = constrain_tool_choice(parsed.tools, ctx.tool_format, parsed.completion);
+    if (tool_grammar && parsed.grammar)
+      throw bad_request("tool_choice 'required' or a named function cannot be combined with a response_format, "
+                        "'json_schema' or 'grammar'.", "tool_choice", "invalid_value");
+  }
   parsed.completion.prompt_ids = prompt_ids(ctx, parsed);
   const uint32_t n_slots = ctx.engine.stats().n_slots;
   if (parsed.n > n_slots)
@@ -203,6 +210,7 @@ std::unique_ptr<RunningCompletion> RunningCompletion::start(ServeContext& ctx, E
     request.sampling.seed = seed + i;
     // Each choice walks the grammar on its own.
     if (parsed.grammar) request.constraint = ctx.grammar_vocabulary.constraint(parsed.grammar);
+    if (tool_grammar) request.constraint = ctx.grammar_vocabulary.tool_constraint(tool_grammar, *ctx.tool_format);
     if (parsed.tools.offered()) choice.tools.emplace(*ctx.tool_format, parsed.tools.parallel, ctx.random.next());
     try {
       choice.id = ctx.engine.submit(std::move(request), choice.channel->callbacks());

@@ -171,7 +171,7 @@ std::vector<model::ChatMessage> parse_messages(const json& body) {
     std::string content = message_content(m, i, name);
     // The other fields (tool_calls, tool_call_id, name, ...) reach the template as
     // given; a null content stays null, as transformers passes it.
-    json extra = json::object();
+    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
     for (auto it = m.begin(); it != m.end(); ++it) {
       if (it.key() != "role" && it.key() != "content") extra[it.key()] = it.value();
     }

@@ -107,4 +107,12 @@ std::shared_ptr<model::TokenConstraint> GrammarVocabularySource::constraint(
   return std::make_shared<model::TokenConstraint>(std::move(grammar), vocabulary_);
 }
 
+std::shared_ptr<model::TokenConstraint> GrammarVocabularySource::tool_constraint(
+    std::shared_ptr<const model::Grammar> grammar, model::ToolCallFormat format) {
+  std::call_once(tool_once_, [&] {
+    tool_vocabulary_ = model::GrammarVocabulary::from_tokenizer(tokenizer_, model::tool_call_marker_tokens(format));
+  });
+  return std::make_shared<model::TokenConstraint>(std::move(grammar), tool_vocabulary_);
+}
+
 }  // namespace lamina::serve

@@ -11,6 +11,7 @@
 
 #include "lamina/model/grammar.h"
 #include "lamina/model/tokenizer.h"
+#include "lamina/model/tool_calls.h"
 
 namespace lamina::serve {
 
@@ -26,11 +27,15 @@ class GrammarVocabularySource {
  public:
   explicit GrammarVocabularySource(const model::Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
   std::shared_ptr<model::TokenConstraint> constraint(std::shared_ptr<const model::Grammar> grammar);
+  // A tool-call grammar's: the format's marker tokens stand for their text.
+  // One format per server (the model's template's).
+  std::shared_ptr<model::TokenConstraint> tool_constraint(std::shared_ptr<const model::Grammar> grammar,
+                                                          model::ToolCallFormat format);
 
  private:
   const model::Tokenizer& tokenizer_;
-  std::once_flag once_;
-  std::shared_ptr<const model::GrammarVocabulary> vocabulary_;
+  std::once_flag once_, tool_once_;
+  std::shared_ptr<const model::GrammarVocabulary> vocabulary_, tool_vocabulary_;
 };
 
 }  // namespace lamina::serve

@@ -9,8 +9,11 @@ namespace lamina::serve {
 namespace {
 
 using json = nlohmann::json;
+// What templates see keeps the client's key order, as transformers passes it.
+using ordered_json = nlohmann::ordered_json;
 
-const json* field(const json& object, const char* key) {
+template <typename Json>
+const Json* field(const Json& object, const char* key) {
   const auto it = object.find(key);
   if (it == object.end() || it->is_null()) return nullptr;
   return &*it;
@@ -87,45 +90,84 @@ ToolRequest parse_tool_request(const json& body) {
   return r;
 }
 
-void shape_tool_calls(json& fields, std::size_t index) {
-  const auto it = fields.find("tool_calls");
-  if (it == fields.end() || it->is_null()) return;
-  const std::string param = "messages[" + std::to_string(index) + "].tool_calls";
-  if (!it->is_array()) throw wrong_type(param, "an array");
+void shape_tool_calls(ordered_json& fields, std::size_t index) {
+  if (!field(fields, "tool_calls")) return;
   // Clients echo a reply's calls with content null; templates read the content
   // as text (Qwen 3's tests `'</think>' in message.content`), so it goes as "".
+  // (Erased first: erasing from an ordered object moves the members after it.)
   if (const auto content = fields.find("content"); content != fields.end() && content->is_null()) fields.erase(content);
+  const auto it = fields.find("tool_calls");
+  const std::string param = "messages[" + std::to_string(index) + "].tool_calls";
+  if (!it->is_array()) throw wrong_type(param, "an array");
   for (std::size_t i = 0; i < it->size(); ++i) {
-    json& call = (*it)[i];
+    ordered_json& call = (*it)[i];
     const std::string call_param = param + "[" + std::to_string(i) + "]";
     if (!call.is_object()) throw wrong_type(call_param, "an object");
-    json* function = call.contains("function") ? &call["function"] : nullptr;
+    ordered_json* function = call.contains("function") ? &call["function"] : nullptr;
     if (!function || !function->is_object()) throw wrong_type(call_param + ".function", "an object");
-    const json* name = field(*function, "name");
+    const ordered_json* name = field(*function, "name");
     if (!name || !name->is_string()) throw wrong_type(call_param + ".function.name", "a string");
     const auto args = function->find("arguments");
     if (args == function->end() || !args->is_string()) continue;
     // Clients send the arguments as JSON text; templates expect the object (an
     // empty text stands for no arguments).
     const std::string& text = args->get_ref<const std::string&>();
-    json parsed = text.empty() ? json::object() : json::parse(text, nullptr, false);
+    ordered_json parsed = text.empty() ? ordered_json::object() : ordered_json::parse(text, nullptr, false);
     if (!parsed.is_object())
       throw invalid(call_param + ".function.arguments", "expected a JSON object encoded as a string.");
     *args = std::move(parsed);
   }
 }
 
-void constrain_tool_choice(const ToolRequest& tools, const std::optional<model::ToolCallFormat>& format,
-                           model::CompletionRequest& request) {
-  if (!tools.offered()) return;
+std::string tools_in_client_order(const ToolRequest& tools, std::string_view raw_body) {
+  if (!tools.offered()) return {};
+  // parse_json_body accepted the text already (limits, no repeated keys).
+  return ordered_json::parse(raw_body).at("tools").dump();
+}
+
+std::shared_ptr<const model::Grammar> constrain_tool_choice(const ToolRequest& tools,
+                                                            const std::optional<model::ToolCallFormat>& format,
+                                                            model::CompletionRequest& request) {
+  if (!tools.offered()) return nullptr;
   if (!format)
     throw invalid("tools", "this model's chat template does not teach a tool-call format this server parses "
                            "(Hermes <tool_call>, Llama 3 JSON, Mistral [TOOL_CALLS], gpt-oss harmony).");
   // The markers must survive decoding for the output to be split into calls.
   if (model::tool_call_markers_are_special(*format)) request.skip_special_tokens = false;
-  if (tools.choice == ToolRequest::Choice::Required || tools.choice == ToolRequest::Choice::Named)
-    throw invalid("tool_choice", "'required' and named functions need constrained decoding, which this server does "
-                                 "not support yet; use 'auto' or 'none'.");
+  if (tools.choice != ToolRequest::Choice::Required && tools.choice != ToolRequest::Choice::Named) return nullptr;
+  // The output is forced to be calls: every tool (required) or the named one.
+  const ordered_json all = ordered_json::parse(tools.tools_json);
+  std::vector<model::ToolFunction> functions;
+  std::vector<std::size_t> index;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const ordered_json& f = all[i].at("function");
+    model::ToolFunction function{f.at("name").get<std::string>(), {}, false};
+    if (tools.choice == ToolRequest::Choice::Named && function.name != tools.function) continue;
+    const std::string param = "tools[" + std::to_string(i) + "].function";
+    if (const ordered_json* p = field(f, "parameters")) {
+      if (!p->is_object()) throw wrong_type(param + ".parameters", "an object");
+      function.parameters = p->dump();
+    }
+    if (const ordered_json* strict = field(f, "strict")) {
+      if (!strict->is_boolean()) throw wrong_type(param + ".strict", "a boolean");
+      function.strict = strict->get<bool>();
+    }
+    functions.push_back(std::move(function));
+    index.push_back(i);
+  }
+  try {
+    return model::tool_call_grammar(*format, functions, tools.parallel);
+  } catch (const model::GrammarError& e) {
+    // Name the tool whose parameters failed.
+    for (std::size_t k = 0; k < functions.size(); ++k) {
+      try {
+        model::tool_call_grammar(*format, {functions[k]}, false);
+      } catch (const model::GrammarError&) {
+        throw invalid("tools[" + std::to_string(index[k]) + "].function.parameters", e.what());
+      }
+    }
+    throw invalid("tools", e.what());
+  }
 }
 
 std::optional<model::ToolCallFormat> tool_call_format_of(const model::Model& model, const model::ChatPrompt& chat) {

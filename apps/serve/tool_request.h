@@ -3,8 +3,10 @@
 // and shaped as chat templates expect them (transformers' conventions).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -31,15 +33,24 @@ ToolRequest parse_tool_request(const nlohmann::json& body);
 
 // Shapes the fields of messages[index] other than role and content for the
 // template: each assistant tool_calls[].function.arguments given as a JSON text
-// (as OpenAI clients send it) becomes the object it holds, as transformers
-// expects. Throws ApiError for tool_calls that are not OpenAI's shape.
-void shape_tool_calls(nlohmann::json& fields, std::size_t index);
+// (as OpenAI clients send it) becomes the object it holds, in the text's key
+// order, as transformers passes it. Throws ApiError for tool_calls that are not
+// OpenAI's shape.
+void shape_tool_calls(nlohmann::ordered_json& fields, std::size_t index);
 
-// Refuses what the model cannot do with these tools: no known call format
-// (`format` nullopt), or a tool_choice that needs constrained decoding. This is
-// where a required or named tool_choice will attach its grammar to `request`.
-void constrain_tool_choice(const ToolRequest& tools, const std::optional<model::ToolCallFormat>& format,
-                           model::CompletionRequest& request);
+// tools.tools_json again, read from the request's text so that the template
+// sees each tool's keys (a schema's properties) in the order the client wrote
+// them; "" when the tools are not offered. `raw_body` passed parse_json_body.
+std::string tools_in_client_order(const ToolRequest& tools, std::string_view raw_body);
+
+// Refuses what the model cannot do with these tools (no known call format:
+// `format` nullopt; a tool's parameters the schema compiler refuses) and
+// returns the grammar that tool_choice required or a named function constrains
+// decoding to (null for auto). Its vocabulary must admit the format's marker
+// tokens (model::tool_call_marker_tokens).
+std::shared_ptr<const model::Grammar> constrain_tool_choice(const ToolRequest& tools,
+                                                            const std::optional<model::ToolCallFormat>& format,
+                                                            model::CompletionRequest& request);
 
 // The call format the model's own chat template teaches; nullopt when the chat
 // format is not the model's template or the template teaches none we parse.

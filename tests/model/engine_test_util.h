@@ -59,6 +59,21 @@ inline CompletionRequest sampled_request(const Model& model, const std::string& 
   return r;
 }
 
+// Sampled from the model's whole distribution (temperature 1, no top-k, top-p
+// or min-p), under `constraint`: what the constrained-decoding tests draw.
+inline CompletionRequest full_distribution_request(const Model& model, const std::string& prompt,
+                                                   int32_t max_tokens, uint64_t seed,
+                                                   std::shared_ptr<TokenConstraint> constraint) {
+  CompletionRequest r = greedy_request(model, prompt, max_tokens);
+  r.sampling.temperature = 1.0f;
+  r.sampling.top_k = 0;
+  r.sampling.top_p = 1.0f;
+  r.sampling.min_p = 0.0f;
+  r.sampling.seed = seed;
+  r.constraint = std::move(constraint);
+  return r;
+}
+
 // Records one request's events and its result. `on_token`, when set, sees
 // each event after it is recorded and decides whether to go on.
 class Collector {

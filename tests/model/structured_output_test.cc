@@ -80,16 +80,7 @@ std::vector<CompletionResult> run_all(const Model& model, const std::vector<Comp
 }
 
 CompletionRequest constrained(const Model& model, std::shared_ptr<TokenConstraint> c, uint64_t seed) {
-  CompletionRequest r;
-  r.prompt_ids = model.tokenizer().encode("The answer as JSON:", true, false);
-  r.max_tokens = 64;
-  r.sampling.temperature = 1.0f;
-  r.sampling.top_k = 0;
-  r.sampling.top_p = 1.0f;
-  r.sampling.min_p = 0.0f;
-  r.sampling.seed = seed;
-  r.constraint = std::move(c);
-  return r;
+  return engine_test::full_distribution_request(model, "The answer as JSON:", 64, seed, std::move(c));
 }
 
 TEST(StructuredOutputTest, SampledJsonValidatesAgainstEverySchema) {

@@ -20,9 +20,7 @@ const qwen2 = testdata && path.join(testdata, 'hf', 'qwen2');
 const missing = !qwen2 || !fs.existsSync(path.join(qwen2, 'model.safetensors')) ? `no test model at ${qwen2}` : false;
 let server, client, folder;
 
-// Keys in sorted order: request bodies are parsed into key-sorted JSON today, so
-// a template sees a client's objects with their keys sorted (transformers keeps
-// the client's order); with sorted keys both orders agree.
+// Keys in sorted order, as the C++ tests' transformers renderings have them.
 const tools = [
   {
     function: {
@@ -137,20 +135,92 @@ test('streamed replies with tools carry the same message as whole ones', { skip:
   assert.deepEqual(calls.map((c) => c.function), (message.tool_calls ?? []).map((c) => c.function));
 });
 
-test('tool_choice none hides the tools; required is refused until constrained decoding', { skip: missing }, async () => {
+test('tool_choice none hides the tools', { skip: missing }, async () => {
   const messages = [{ role: 'user', content: 'Hi' }];
   const none = await client.chat.completions.create({ messages, tools, tool_choice: 'none', max_tokens: 2 });
   assert.equal(none.usage.prompt_tokens, await tokenCount('<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n'));
-  for (const tool_choice of ['required', { type: 'function', function: { name: 'get_weather' } }]) {
-    await assert.rejects(client.chat.completions.create({ messages, tools, tool_choice, max_tokens: 2 }), (e) => {
-      assert.equal(e.status, 400);
-      assert.equal(e.param, 'tool_choice');
-      assert.match(e.message, /constrained decoding/);
-      return true;
-    });
-  }
   await assert.rejects(
     client.chat.completions.create({ messages, tools, tool_choice: { type: 'function', function: { name: 'nope' } } }),
+    (e) => e.status === 400 && e.param === 'tool_choice',
+  );
+});
+
+// Keys deliberately unsorted: the template must see them in this order.
+const boundedTools = [
+  {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      parameters: {
+        type: 'object',
+        properties: { city: { type: 'string', maxLength: 8 }, unit: { enum: ['c', 'f'] } },
+        required: ['city'],
+        additionalProperties: false,
+      },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'add',
+      parameters: {
+        type: 'object',
+        properties: { b: { type: 'integer', minimum: 0, maximum: 9 }, a: { type: 'integer', minimum: 0, maximum: 9 } },
+        required: ['b', 'a'],
+        additionalProperties: false,
+      },
+    },
+  },
+];
+
+test('tool_choice required and a named function force valid calls (temperature 1)', { skip: missing }, async () => {
+  const messages = [{ role: 'user', content: 'Hi' }];
+  const header = toolsHeader.replace(tools.map(pyDumps).join('\n'), boundedTools.map(pyDumps).join('\n'));
+  const prompt = `${header}<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n`;
+  const cases = [
+    { tool_choice: 'required', names: ['get_weather', 'add'] },
+    { tool_choice: 'required', parallel_tool_calls: false, names: ['get_weather', 'add'] },
+    { tool_choice: { type: 'function', function: { name: 'add' } }, names: ['add'] },
+  ];
+  let finished = 0;
+  for (const { names, ...choice } of cases) {
+    for (let seed = 1; seed <= 4; seed++) {
+      const request = { messages, tools: boundedTools, ...choice, max_tokens: 120, temperature: 1, seed };
+      const r = await client.chat.completions.create(request);
+      assert.equal(r.usage.prompt_tokens, await tokenCount(prompt));  // the client's key order reached the template
+      const c = r.choices[0];
+      if (c.finish_reason === 'length') continue;
+      finished++;
+      assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c));
+      assert.ok(c.message.tool_calls.length >= 1);
+      if (choice.parallel_tool_calls === false) assert.equal(c.message.tool_calls.length, 1);
+      for (const call of c.message.tool_calls) {
+        assert.ok(names.includes(call.function.name), call.function.name);
+        const args = JSON.parse(call.function.arguments);
+        if (call.function.name === 'add') {
+          assert.deepEqual(Object.keys(args), ['b', 'a']);
+          for (const k of ['a', 'b']) assert.ok(Number.isInteger(args[k]) && args[k] >= 0 && args[k] <= 9);
+        } else {
+          assert.ok(typeof args.city === 'string' && [...args.city].length <= 8);
+          assert.ok(Object.keys(args).every((k) => k === 'city' || k === 'unit'));
+        }
+      }
+      // Streamed, the same request's deltas reassemble to the same calls.
+      const stream = await client.chat.completions.create({ ...request, stream: true });
+      const calls = [];
+      for await (const chunk of stream) {
+        for (const d of chunk.choices[0]?.delta.tool_calls ?? []) {
+          if (d.id) calls[d.index] = { name: d.function.name, arguments: '' };
+          calls[d.index].arguments += d.function.arguments ?? '';
+        }
+      }
+      assert.deepEqual(calls, c.message.tool_calls.map((x) => ({ name: x.function.name, arguments: x.function.arguments })));
+    }
+  }
+  assert.ok(finished >= 6, `${finished} of 12 samples finished`);
+  // With a response format too, the two constraints conflict.
+  await assert.rejects(
+    client.chat.completions.create({ messages, tools: boundedTools, tool_choice: 'required', response_format: { type: 'json_object' } }),
     (e) => e.status === 400 && e.param === 'tool_choice',
   );
 });

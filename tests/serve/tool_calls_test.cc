@@ -8,6 +8,8 @@
 
 #include "../model/chat_template_real_templates.h"
 #include "api_error.h"
+#include "json_body.h"
+#include "lamina/model/grammar.h"
 #include "lamina/model/chat_template.h"
 #include "openai_request.h"
 #include "openai_response.h"
@@ -73,14 +75,16 @@ TEST(ToolRequest, BadFieldsAreNamed) {
 }
 
 TEST(ToolRequest, HistoryArgumentsBecomeObjects) {
-  json fields = json::parse(R"({"content": null, "tool_calls": [
-      {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{\"x\": [1, 2]}"}},
+  using ordered = nlohmann::ordered_json;
+  ordered fields = ordered::parse(R"({"content": null, "tool_calls": [
+      {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{\"x\": [1, 2], \"b\": {\"z\": 0, \"a\": 1}}"}},
       {"id": "b", "type": "function", "function": {"name": "g", "arguments": ""}},
       {"id": "c", "type": "function", "function": {"name": "h", "arguments": {"y": true}}}]})");
   shape_tool_calls(fields, 1);
-  EXPECT_EQ(fields["tool_calls"][0]["function"]["arguments"], json::parse(R"({"x": [1, 2]})"));
-  EXPECT_EQ(fields["tool_calls"][1]["function"]["arguments"], json::object());
-  EXPECT_EQ(fields["tool_calls"][2]["function"]["arguments"], json::parse(R"({"y": true})"));
+  // The objects keep the order of the client's text.
+  EXPECT_EQ(fields["tool_calls"][0]["function"]["arguments"].dump(), R"({"x":[1,2],"b":{"z":0,"a":1}})");
+  EXPECT_EQ(fields["tool_calls"][1]["function"]["arguments"], ordered::object());
+  EXPECT_EQ(fields["tool_calls"][2]["function"]["arguments"], ordered::parse(R"({"y": true})"));
   EXPECT_FALSE(fields.contains("content"));  // the message's content: "" rather than null
 
   for (const auto& [bad, param] : std::vector<std::pair<std::string, std::string>>{
@@ -91,7 +95,7 @@ TEST(ToolRequest, HistoryArgumentsBecomeObjects) {
             "messages[1].tool_calls[0].function.arguments"},
            {R"({"tool_calls": [{"function": {"arguments": "{}"}}]})", "messages[1].tool_calls[0].function.name"},
            {R"({"tool_calls": [{"id": "x"}]})", "messages[1].tool_calls[0].function"}}) {
-    json f = json::parse(bad);
+    ordered f = ordered::parse(bad);
     try {
       shape_tool_calls(f, 1);
       ADD_FAILURE() << "accepted " << bad;
@@ -111,16 +115,40 @@ TEST(ToolRequest, WhatCannotBeHonouredIsRefused) {
   } catch (const ApiError& e) {
     EXPECT_EQ(e.param(), "tools");
   }
+  // required and a named function constrain the output to calls.
   for (const char* choice : {R"("required")", R"({"type": "function", "function": {"name": "get_time"}})"}) {
-    try {
-      constrain_tool_choice(tool_request(std::string(R"(, "tool_choice": )") + choice), model::ToolCallFormat::Hermes,
-                            req);
-      ADD_FAILURE() << choice << " accepted without constrained decoding";
-    } catch (const ApiError& e) {
-      EXPECT_EQ(e.param(), "tool_choice");
-      EXPECT_NE(std::string(e.what()).find("constrained decoding"), std::string::npos);
-    }
+    const ToolRequest t = tool_request(std::string(R"(, "tool_choice": )") + choice);
+    EXPECT_NE(constrain_tool_choice(t, model::ToolCallFormat::Hermes, req), nullptr) << choice;
   }
+  EXPECT_EQ(constrain_tool_choice(tools, model::ToolCallFormat::Hermes, req), nullptr);  // auto: free text
+  // A schema keyword the compiler does not know is a 400 naming the tool's parameters.
+  const ToolRequest odd = parse_tool_request(json::parse(R"({"tool_choice": "required", "tools": [
+      {"type": "function", "function": {"name": "a"}},
+      {"type": "function", "function": {"name": "b", "parameters": {"type": "object", "properties":
+        {"x": {"type": "string", "contentEncoding": "base64"}}}}}]})"));
+  try {
+    constrain_tool_choice(odd, model::ToolCallFormat::Llama3Json, req);
+    ADD_FAILURE() << "an unsupported schema keyword accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "tools[1].function.parameters");
+    EXPECT_NE(std::string(e.what()).find("contentEncoding"), std::string::npos) << e.what();
+  }
+  // function.strict is honoured: an open object is refused.
+  const ToolRequest strict = parse_tool_request(json::parse(R"({"tool_choice": "required", "tools": [
+      {"type": "function", "function": {"name": "a", "strict": true, "parameters": {"type": "object",
+        "properties": {"x": {"type": "integer"}}}}}]})"));
+  try {
+    constrain_tool_choice(strict, model::ToolCallFormat::Hermes, req);
+    ADD_FAILURE() << "strict accepted an open object";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param(), "tools[0].function.parameters");
+    EXPECT_NE(std::string(e.what()).find("additionalProperties"), std::string::npos) << e.what();
+  }
+  // Parameters that are no object schema cannot be arguments.
+  const ToolRequest scalar = parse_tool_request(json::parse(R"({"tool_choice": {"type": "function", "function":
+      {"name": "a"}}, "tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "string"}}}]})"));
+  EXPECT_THROW(constrain_tool_choice(scalar, model::ToolCallFormat::Hermes, req), ApiError);
   // Tools not offered: nothing to refuse, with or without a format.
   EXPECT_NO_THROW(constrain_tool_choice(tool_request(R"(, "tool_choice": "none")"), std::nullopt, req));
   model::CompletionRequest hermes, mistral;
@@ -133,8 +161,9 @@ TEST(ToolRequest, WhatCannotBeHonouredIsRefused) {
 // An OpenAI-shaped request (arguments as JSON text, the assistant's content null,
 // the tool role) through the request parser into real templates. The expected
 // texts are jinja2 3.1's renderings with transformers' setup of the same
-// conversation (arguments as an object, content None). The tools' keys are in
-// sorted order: request bodies are parsed into key-sorted JSON.
+// conversation (arguments as an object, content None). The tools' keys are
+// written sorted, so parse_completion_request's (key-sorted) tools agree with
+// the client's order that the route restores (TemplatesSeeTheClientsKeyOrder).
 constexpr const char* kOpenAiToolConversation = R"({"messages": [
     {"role": "system", "content": "You are helpful."},
     {"role": "user", "content": "Weather in Paris?"},
@@ -176,6 +205,37 @@ TEST(ToolRequest, OpenAiConversationRendersAsTransformers) {
   EXPECT_EQ(qwen.render(r.messages, r.chat), kQwen25Rendering);
   const model::ModelChat llama(model::real_templates::kLlama33, "<|begin_of_text|>", "<|eot_id|>");
   EXPECT_EQ(llama.render(r.messages, r.chat), kLlama33Rendering);
+}
+
+// The template sees the keys of tools and of history arguments in the order
+// the client wrote them (transformers keeps it), not sorted.
+TEST(ToolRequest, TemplatesSeeTheClientsKeyOrder) {
+  const std::string body = R"({"messages": [{"role": "user", "content": "Hi"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
+        "function": {"name": "f", "arguments": "{\"zeta\": 1, \"alpha\": 2}"}}]},
+      {"role": "tool", "tool_call_id": "c", "content": "ok"}],
+    "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+      "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "integer"}}}}}]})";
+  ParsedRequest r = parse_completion_request(parse_json_body(body), Endpoint::ChatCompletions, RequestDefaults{}, 1);
+  r.chat.tools_json = r.tools.tools_json = tools_in_client_order(r.tools, body);
+  const model::ModelChat qwen(model::real_templates::kQwen25, "", "<|im_end|>");
+  const std::string text = qwen.render(r.messages, r.chat);
+  EXPECT_NE(text.find(R"({"type": "function", "function": {"name": "f", "parameters": {"type": "object", )"
+                      R"("properties": {"zeta": {"type": "integer"}, "alpha": {"type": "integer"}}}}})"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"({"name": "f", "arguments": {"zeta": 1, "alpha": 2}})"), std::string::npos) << text;
+  // And the grammar of a required call writes the properties in that order too.
+  r.tools.choice = ToolRequest::Choice::Required;
+  model::CompletionRequest req;
+  const auto grammar = constrain_tool_choice(r.tools, model::ToolCallFormat::Hermes, req);
+  ASSERT_NE(grammar, nullptr);
+  model::GrammarMatcher m(std::make_shared<model::TokenConstraint>(
+      grammar, model::GrammarVocabulary::from_pieces({"x"}, {})));
+  EXPECT_TRUE(m.accept_bytes("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"zeta\": 1, \"alpha\": 2}}"));
+  model::GrammarMatcher sorted(std::make_shared<model::TokenConstraint>(
+      grammar, model::GrammarVocabulary::from_pieces({"x"}, {})));
+  EXPECT_FALSE(sorted.accept_bytes("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"alpha\": 2, \"zeta\""));
 }
 
 ResponseMeta chat_meta() {

@@ -91,6 +91,11 @@ GrammarVocabulary::~GrammarVocabulary() = default;
 int32_t GrammarVocabulary::n_vocab() const { return impl_->n_vocab; }
 
 std::shared_ptr<const GrammarVocabulary> GrammarVocabulary::from_tokenizer(const Tokenizer& tokenizer) {
+  return from_tokenizer(tokenizer, {});
+}
+
+std::shared_ptr<const GrammarVocabulary> GrammarVocabulary::from_tokenizer(const Tokenizer& tokenizer,
+                                                                           const std::vector<std::string>& markers) {
   const int32_t n = tokenizer.n_vocab();
   std::vector<std::string> pieces(static_cast<std::size_t>(n));
   std::vector<bool> grammar_token(static_cast<std::size_t>(n), false);
@@ -101,6 +106,12 @@ std::shared_ptr<const GrammarVocabulary> GrammarVocabulary::from_tokenizer(const
     } else if (!tokenizer.is_special(id)) {
       pieces[static_cast<std::size_t>(id)] = tokenizer.token_to_piece(id, false);
       grammar_token[static_cast<std::size_t>(id)] = true;
+    } else if (!markers.empty()) {
+      std::string text = tokenizer.token_to_piece(id, true);
+      if (std::find(markers.begin(), markers.end(), text) != markers.end()) {
+        pieces[static_cast<std::size_t>(id)] = std::move(text);
+        grammar_token[static_cast<std::size_t>(id)] = true;
+      }
     }
   }
   return std::shared_ptr<const GrammarVocabulary>(

@@ -10,6 +10,7 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
 #include <vector>
 
 namespace lamina::model::grammar {
@@ -50,13 +51,15 @@ std::string json_literal(const json& value) { return gbnf_literal(value.dump(-1,
 
 class Compiler {
  public:
-  Compiler(const json& root, const JsonSchemaOptions& options) : root_(root), options_(options) {}
+  Compiler(const json& root, const JsonSchemaOptions& options, std::string prefix)
+      : root_(root), options_(options), prefix_(std::move(prefix)) {}
 
-  std::string compile() {
+  // The schema's rule is `prefix`root; the primitives are left out.
+  std::string compile_rules() {
     const std::string top = visit(root_, "#");
-    std::string out = "root ::= " + top + "\n";
+    std::string out = prefix_ + "root ::= " + top + "\n";
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
-    return out + kPrimitives;
+    return out;
   }
 
  private:
@@ -66,8 +69,7 @@ class Compiler {
 
   std::string add_rule(const std::string& body) {
     if (auto it = by_body_.find(body); it != by_body_.end()) return it->second;
-    std::string name = "s";
-    name += std::to_string(rules_.size());
+    std::string name = prefix_ + "s" + std::to_string(rules_.size());
     rules_.emplace_back(name, body);
     by_body_.emplace(body, name);
     return name;
@@ -158,7 +160,7 @@ class Compiler {
       fail(where + "/$ref", "'" + target + "' names nothing in the schema");
     }
     // Named before its body is compiled, so a recursive reference finds it.
-    const std::string name = std::string("ref") + std::to_string(by_ref_.size());
+    const std::string name = prefix_ + "ref" + std::to_string(by_ref_.size());
     by_ref_.emplace(target, name);
     const std::size_t slot = rules_.size();
     rules_.emplace_back(name, "");
@@ -299,6 +301,7 @@ class Compiler {
 
   const json& root_;
   JsonSchemaOptions options_;
+  std::string prefix_;
   std::vector<std::pair<std::string, std::string>> rules_;
   std::map<std::string, std::string> by_body_;
   std::map<std::string, std::string> by_ref_;
@@ -326,14 +329,21 @@ std::string gbnf_literal(const std::string& text) {
 }
 
 std::string compile_json_schema(std::string_view schema, const JsonSchemaOptions& options) {
+  return compile_json_schema_rules(schema, options, "") + kPrimitives;
+}
+
+std::string compile_json_schema_rules(std::string_view schema, const JsonSchemaOptions& options,
+                                      const std::string& prefix) {
   json root;
   try {
     root = json::parse(schema);
   } catch (const json::parse_error& e) {
     throw GrammarError(std::string("the JSON schema is not valid JSON: ") + e.what());
   }
-  return Compiler(root, options).compile();
+  return Compiler(root, options, prefix).compile_rules();
 }
+
+const char* json_primitives_gbnf() { return kPrimitives; }
 
 const std::string& json_object_gbnf() {
   static const std::string text = std::string("root ::= json-object\n") + kPrimitives;

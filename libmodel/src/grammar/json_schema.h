@@ -12,6 +12,16 @@ namespace lamina::model::grammar {
 // impossible constraint.
 std::string compile_json_schema(std::string_view schema, const JsonSchemaOptions& options);
 
+// The same rules with every rule name starting with `prefix` and the schema's
+// own rule named `prefix`root, without the primitives (json_primitives_gbnf),
+// so that several schemas fit in one grammar. `prefix` is made of GBNF name
+// characters (letters, digits, '-') and never starts with "json-".
+std::string compile_json_schema_rules(std::string_view schema, const JsonSchemaOptions& options,
+                                      const std::string& prefix);
+
+// The rules (json-value, json-string, ws, ...) that compiled schemas refer to.
+const char* json_primitives_gbnf();
+
 // `text` as a GBNF string literal.
 std::string gbnf_literal(const std::string& text);
 

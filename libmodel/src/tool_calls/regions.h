@@ -18,6 +18,10 @@ inline constexpr std::string_view kHermesClose = "</tool_call>";
 inline constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
 inline constexpr std::string_view kMistralArgs = "[ARGS]";
 inline constexpr std::string_view kLlamaPythonTag = "<|python_tag|>";
+inline constexpr std::string_view kHarmonyChannel = "<|channel|>";
+inline constexpr std::string_view kHarmonyConstrain = "<|constrain|>";
+inline constexpr std::string_view kHarmonyMessage = "<|message|>";
+inline constexpr std::string_view kHarmonyFunctions = "functions.";
 
 // A call whose name and start of arguments are known. Offsets are into the
 // region; args_begin == npos: the call object has no arguments (they are {}).

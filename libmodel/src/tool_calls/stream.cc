@@ -14,9 +14,6 @@ using namespace tool_calls;
 
 namespace {
 
-constexpr std::string_view kHarmonyMessage = "<|message|>";
-constexpr std::string_view kHarmonyFunctions = "functions.";
-
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 // The word after `key` in a harmony header (up to a space or the next token).

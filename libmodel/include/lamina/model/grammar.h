@@ -63,6 +63,10 @@ class LAMINA_MODEL_API GrammarVocabulary {
   // Control, user-defined and unknown tokens and empty pieces never match
   // grammar text; end-of-generation tokens are allowed where the grammar may end.
   static std::shared_ptr<const GrammarVocabulary> from_tokenizer(const Tokenizer& tokenizer);
+  // The same, where special tokens whose text is one of `markers` (a tool-call
+  // format's markers, tool_call_marker_tokens) also match that text.
+  static std::shared_ptr<const GrammarVocabulary> from_tokenizer(const Tokenizer& tokenizer,
+                                                                 const std::vector<std::string>& markers);
   // For tests: token id i stands for pieces[i]; `eog` lists the end tokens.
   static std::shared_ptr<const GrammarVocabulary> from_pieces(std::vector<std::string> pieces,
                                                               std::vector<int32_t> eog);

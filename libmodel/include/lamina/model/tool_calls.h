@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lamina/model/export.h"
+#include "lamina/model/grammar.h"
 
 namespace lamina::model {
 
@@ -76,5 +77,33 @@ class LAMINA_MODEL_API ToolCallStream {
 };
 
 LAMINA_MODEL_API ToolCallOutput parse_tool_calls(ToolCallFormat format, std::string_view text);
+
+// A function the output may call: its name and its parameters' JSON schema
+// (JSON text; empty: any JSON object), compiled strictly (OpenAI's
+// `function.strict`: JsonSchemaOptions::strict) or not.
+struct LAMINA_MODEL_API ToolFunction {
+  std::string name;
+  std::string parameters;
+  bool strict = false;
+};
+
+// The grammar of an output that is nothing but calls in `format`: one call
+// (with `parallel`, one or more; harmony ends its turn after one) of one of
+// `functions`, its arguments valid against that function's parameters (the
+// schema compiler's subset). For
+// tool_choice "required" (every tool) or a named function (that one alone).
+// parse_tool_calls() of any text of the grammar returns its calls. Throws
+// GrammarError naming the function for an unsupported or impossible schema,
+// std::invalid_argument for no functions or an empty name.
+LAMINA_MODEL_API std::shared_ptr<const Grammar> tool_call_grammar(ToolCallFormat format,
+                                                                  const std::vector<ToolFunction>& functions,
+                                                                  bool parallel);
+// The same grammar as GBNF text.
+LAMINA_MODEL_API std::string tool_call_gbnf(ToolCallFormat format, const std::vector<ToolFunction>& functions,
+                                            bool parallel);
+// The format's markers that vocabularies keep as special tokens: the grammar's
+// vocabulary must let those tokens stand for their text
+// (GrammarVocabulary::from_tokenizer(tokenizer, markers)).
+LAMINA_MODEL_API std::vector<std::string> tool_call_marker_tokens(ToolCallFormat format);
 
 }  // namespace lamina::model

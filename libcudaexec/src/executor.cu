@@ -192,6 +192,10 @@ struct Executor::Impl {
   // Splits `batch` into steps and calls consume(step logits rows, first output row) after each.
   template <typename Consume>
   void for_each_step(std::span<const model::TokenInput> batch, Output output, Consume&& consume);
+  // Runs `batch` and copies the wanted rows (`width` values apart in
+  // `rows`, on the last stage's device) of each step to out.
+  void run_rows_to_host(std::span<const model::TokenInput> batch, Output output, const float* rows,
+                        std::size_t width, float* out);
   // Throws ModelError naming the first token past its slot's block table.
   void check_positions(std::span<const model::TokenInput> batch) const;
   cudaGraphExec_t graph_for(Stage& stage, uint32_t n);
@@ -391,6 +395,17 @@ void Executor::Impl::for_each_step(std::span<const model::TokenInput> batch, Out
   }
 }
 
+void Executor::Impl::run_rows_to_host(std::span<const model::TokenInput> batch, Output output, const float* rows,
+                                      std::size_t width, float* out) {
+  const Stage& st = last();
+  for_each_step(batch, output, [&](uint32_t n_out, std::size_t first) {
+    if (n_out > 0)
+      LAMINA_CUDA_CHECK(cudaMemcpyAsync(out + first * width, rows, n_out * width * sizeof(float),
+                                        cudaMemcpyDeviceToHost, st.stream));
+    LAMINA_CUDA_CHECK(cudaStreamSynchronize(st.stream));
+  });
+}
+
 Executor::Executor(const model::ModelConfig& config, const model::Weights& weights, const ExecutorInputs& inputs,
                    const ExecutorOptions& options)
     : impl_(std::make_unique<Impl>(config, weights, inputs, options)) {}
@@ -399,14 +414,7 @@ Executor::~Executor() = default;
 
 void Executor::forward(std::span<const model::TokenInput> batch, float* logits_out) {
   Impl& s = *impl_;
-  Stage& last = s.last();
-  const std::size_t V = s.model.n_vocab;
-  s.for_each_step(batch, Impl::Output::Logits, [&](uint32_t n_out, std::size_t first) {
-    if (n_out > 0)
-      LAMINA_CUDA_CHECK(cudaMemcpyAsync(logits_out + first * V, last.buffers.logits, n_out * V * sizeof(float),
-                                        cudaMemcpyDeviceToHost, last.stream));
-    LAMINA_CUDA_CHECK(cudaStreamSynchronize(last.stream));
-  });
+  s.run_rows_to_host(batch, Impl::Output::Logits, s.last().buffers.logits, s.model.n_vocab, logits_out);
 }
 
 void Executor::forward_argmax(std::span<const model::TokenInput> batch, int32_t* ids_out) {
@@ -423,14 +431,7 @@ void Executor::forward_argmax(std::span<const model::TokenInput> batch, int32_t*
 
 void Executor::hidden_states(std::span<const model::TokenInput> batch, float* hidden_out) {
   Impl& s = *impl_;
-  Stage& last = s.last();
-  const std::size_t E = s.model.n_embd;
-  s.for_each_step(batch, Impl::Output::Hidden, [&](uint32_t n_out, std::size_t first) {
-    if (n_out > 0)
-      LAMINA_CUDA_CHECK(cudaMemcpyAsync(hidden_out + first * E, last.buffers.h, n_out * E * sizeof(float),
-                                        cudaMemcpyDeviceToHost, last.stream));
-    LAMINA_CUDA_CHECK(cudaStreamSynchronize(last.stream));
-  });
+  s.run_rows_to_host(batch, Impl::Output::Hidden, s.last().buffers.h, s.model.n_embd, hidden_out);
 }
 
 std::vector<float> Executor::trace_last_token(std::span<const model::TokenInput> batch,

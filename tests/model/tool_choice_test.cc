@@ -3,10 +3,7 @@
 // tool_call_grammar() writes only calls, which the format's own parser returns
 // with the allowed names and arguments valid against each function's schema
 // (checked by a validator that is not the grammar).
-// The validator uses <regex>: GCC 12 under -fsanitize=address at -O2 reports a
-// false -Wmaybe-uninitialized inside libstdc++'s regex compiler, silenced for
-// this file as in structured_output_test.cc (before every include).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "json_schema_validator.h"  // first: see there
 
 #include <gtest/gtest.h>
 
@@ -17,7 +14,6 @@
 #include <vector>
 
 #include "engine_test_util.h"
-#include "json_schema_validator.h"
 #include "lamina/model/grammar.h"
 #include "lamina/model/tool_calls.h"
 #include "tokenizer_test_util.h"

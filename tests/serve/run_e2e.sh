@@ -16,5 +16,7 @@ rm -f "$work"/*.mjs
 cp "$src"/*.mjs "$work/"
 
 export LAMINA_SERVE_EXE="$serve_exe"
+# The C++ tests' copies of released chat templates are read from the source tree.
+export LAMINA_TESTS_SOURCE_DIR="$(cd "$src/.." && pwd)"
 cd "$work"
 exec node --test --test-reporter=spec ./*.test.mjs

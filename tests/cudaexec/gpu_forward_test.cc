@@ -416,8 +416,9 @@ TEST(GpuForward, HiddenStatesMatchTheCpuAndIgnoreTheBatch) {
 
 // Layers split over GPUs (over two, or the one GPU named twice where there
 // is one; the test models have two layers) give one GPU's bits: prompts in
-// chunks beside other sequences, decode steps replayed as graphs, a prefix
-// in shared blocks, hidden states. Each device holds only its layers' weights.
+// chunks beside other sequences and cut into many steps, decode steps
+// replayed as graphs, a prefix in shared blocks, hidden states. Each device
+// holds only its layers' weights.
 TEST(GpuForward, LayerSplitGivesOneGpusBits) {
   const int n_dev = cudaexec::device_count();
   std::vector<std::vector<int>> splits = {{0, 0}};
@@ -442,7 +443,11 @@ TEST(GpuForward, LayerSplitGivesOneGpusBits) {
       GpuOptions g = no_gate();
       g.split = SplitMode::Layer;
       g.devices = devices;
-      const auto split = make_gpu_forward(*m, fo, g);
+      // Steps of at most 64 rows: a call's prompt chunks without logits are
+      // enqueued without waiting, the stages overlapping.
+      ForwardOptions small_steps = fo;
+      small_steps.max_batch = 64;
+      const auto split = make_gpu_forward(*m, small_steps, g);
       EXPECT_NE(split->backend_name().find("layers split"), std::string::npos) << split->backend_name();
       EXPECT_TRUE(chunked_logits(*split, ids, 0, marked, 64, others, V) == want);
       EXPECT_EQ(greedy(*split, ids, 12), want_greedy);

@@ -25,9 +25,16 @@ void add_run_flags(CLI::App& app, RunFlags& f, unsigned which) {
                  "several GPUs: none (one GPU, --gpu) or layer (consecutive layers per GPU of --gpus)")
       ->check(CLI::IsMember({"none", "layer"}))
       ->capture_default_str();
-  app.add_option("--gpus", f.gpus, "with --split-mode layer: the CUDA devices, in layer order (default: all)")
+  app.add_option("--gpus", f.gpus,
+                 "with --split-mode layer: the CUDA devices, in layer order (default: all); with --tensor-parallel: "
+                 "the devices in rank order (default: the first N)")
       ->delimiter(',')
       ->check(CLI::Range(0, 64));
+  app.add_option("--tensor-parallel", f.tensor_parallel,
+                 "GPUs the heads, FFN columns, KV cache and vocabulary are split over (1, 2 or 4; results "
+                 "bit-identical for each; 0: off)")
+      ->check(CLI::IsMember({0u, 1u, 2u, 4u}))
+      ->excludes("--split-mode");
   app.add_flag("!--no-parity-check", f.parity_check, "skip the CPU/GPU comparison at load");
   app.add_option("--backend-dir", f.backend_dir,
                  "folder of the CUDA backend module (default: the installed one; a build tree's is "
@@ -67,6 +74,7 @@ model::GpuOptions gpu_options(const RunFlags& f) {
   gpu.device = f.gpu_index;
   gpu.split = f.split_mode == "layer" ? model::SplitMode::Layer : model::SplitMode::None;
   gpu.devices = f.gpus;
+  gpu.tensor_parallel = f.tensor_parallel;
   gpu.parity_check = f.parity_check;
   gpu.parity_min_cosine = f.parity_min_cosine;
   gpu.use_graphs = f.cuda_graphs;

@@ -26,7 +26,8 @@ struct RunFlags {
   std::string device = "cpu";  // cpu, cuda or auto
   int gpu_index = 0;
   std::string split_mode = "none";  // none or layer
-  std::vector<int> gpus;            // for --split-mode layer (empty: all visible)
+  std::vector<int> gpus;            // for --split-mode layer (empty: all visible) and --tensor-parallel
+  unsigned tensor_parallel = 0;     // GPUs of tensor parallelism (0: none)
   bool parity_check = true;
   double parity_min_cosine = 0;  // 0: by weight type
   bool pack_weights = true;      // CPU: rearrange weights for the faster kernels

@@ -65,6 +65,26 @@ class Placer {
     return dst;
   }
 
+  // Slices [first, first + count) of kTensorSlices of each row of m, one
+  // matrix per slice, stacked: the row-parallel part of a tensor shard.
+  DeviceMatrix k_slices(const model::Matrix& m, uint32_t first, uint32_t count, const std::string& name) {
+    if (!m) return {};
+    const uint32_t n_in = m.n_in / kTensorSlices;
+    const std::size_t slice_row = quant::row_bytes(m.format, n_in);
+    std::byte* dst = layout_.take<std::byte>(slice_row * m.n_out * count);
+    if (upload_) {
+      (void)activation_format(m.format);
+      for (uint32_t i = 0; i < count; ++i) {
+        const cudaError_t err = cudaMemcpy2D(dst + std::size_t{i} * m.n_out * slice_row, slice_row,
+                                             m.data + std::size_t{first + i} * slice_row, m.row_bytes, slice_row,
+                                             m.n_out, cudaMemcpyHostToDevice);
+        if (err != cudaSuccess)
+          throw CudaError("uploading " + name + " to the GPU failed: " + cudaGetErrorString(err));
+      }
+    }
+    return {m.format, dst, n_in, m.n_out * count, 1};
+  }
+
   // A matrix whose rows come in groups of `group` (its heads), each group's
   // last `tail` rows moved to its front (the rotated dims of latent-attention
   // queries, which the kernels rotate as leading dims).
@@ -181,6 +201,104 @@ void place_all(const model::ModelConfig& c, const model::Weights& host, LayerRan
   }
 }
 
+// Rows [first, first + count) of m, and values of v: views, no copies.
+model::Matrix rows_of(const model::Matrix& m, uint32_t first, uint32_t count) {
+  if (!m) return m;
+  model::Matrix part = m;
+  part.data = m.data + std::size_t{first} * m.row_bytes;
+  part.n_out = count;
+  return part;
+}
+model::Vector part_of(const model::Vector& v, uint32_t first, uint32_t count) {
+  return v ? model::Vector{v.data + first, count} : v;
+}
+
+// One rank's part of every layer (tensor_parallel.h); `c` is the whole model.
+void place_shard(const model::ModelConfig& c, const model::Weights& host, TensorShard shard, Placer& p,
+                 DeviceWeights& w) {
+  const uint32_t r = shard.rank, per_rank = shard.slices_per_rank();
+  const model::ModelConfig local = shard_config(c, shard.n_ranks);
+  w.token_embd = p.matrix(host.token_embd, "token_embd");
+  w.position_embd = p.matrix(host.position_embd, "position_embd");
+  const uint32_t vocab_first = r * local.n_vocab;
+  const uint32_t vocab_rows = std::min(c.n_vocab, vocab_first + local.n_vocab) - vocab_first;
+  if (host.output.data == host.token_embd.data) {
+    w.output = w.token_embd;
+    w.output.data = static_cast<const std::byte*>(w.token_embd.data) +
+                    std::size_t{vocab_first} * quant::row_bytes(host.token_embd.format, host.token_embd.n_in);
+    w.output.n_out = vocab_rows;
+  } else {
+    w.output = p.matrix(rows_of(host.output, vocab_first, vocab_rows), "output");
+  }
+  w.output_norm = p.vector(host.output_norm, "output_norm");
+  w.output_norm_bias = p.vector(host.output_norm_bias, "output_norm bias");
+  w.layers.resize(host.layers.size());
+  const uint32_t q_rows = local.n_head * c.head_dim_k, k_rows = local.n_head_kv * c.head_dim_k;
+  const uint32_t v_rows = local.n_head_kv * c.head_dim_v, ff = local.n_ff;
+  for (std::size_t i = 0; i < host.layers.size(); ++i) {
+    const model::LayerWeights& l = host.layers[i];
+    DeviceLayer& d = w.layers[i];
+    const std::string n = "blk." + std::to_string(i) + ".";
+    d.attn_norm = p.vector(l.attn_norm, n + "attn_norm");
+    d.attn_norm_bias = p.vector(l.attn_norm_bias, n + "attn_norm bias");
+    // This rank's query heads and the KV heads they read, from separate or fused tensors.
+    const bool fused = static_cast<bool>(l.wqkv);
+    const model::Matrix& mq = fused ? l.wqkv : l.wq;
+    const model::Vector& vq = fused ? l.bqkv : l.bq;
+    const uint32_t k_at = fused ? c.q_dim() : 0, v_at = fused ? c.q_dim() + c.k_dim() : 0;
+    const model::Matrix q = rows_of(mq, r * q_rows, q_rows);
+    const model::Matrix k = rows_of(fused ? l.wqkv : l.wk, k_at + r * k_rows, k_rows);
+    const model::Matrix v = rows_of(fused ? l.wqkv : l.wv, v_at + r * v_rows, v_rows);
+    const model::Vector bq = part_of(vq, r * q_rows, q_rows);
+    const model::Vector bk = part_of(fused ? l.bqkv : l.bk, k_at + r * k_rows, k_rows);
+    const model::Vector bv = part_of(fused ? l.bqkv : l.bv, v_at + r * v_rows, v_rows);
+    if (stackable(q, k, v) && (bq && bk && bv || !bq && !bk && !bv)) {
+      d.wqkv = p.stacked({&q, &k, &v}, n + "attn_q/k/v");
+      if (bq) d.bqkv = p.stacked({&bq, &bk, &bv}, n + "attn_q/k/v bias");
+    } else {
+      d.wq = p.matrix(q, n + "attn_q");
+      d.wk = p.matrix(k, n + "attn_k");
+      d.wv = p.matrix(v, n + "attn_v");
+      d.bq = p.vector(bq, n + "attn_q bias");
+      d.bk = p.vector(bk, n + "attn_k bias");
+      d.bv = p.vector(bv, n + "attn_v bias");
+    }
+    d.q_norm = p.vector(l.q_norm, n + "attn_q_norm");
+    d.k_norm = p.vector(l.k_norm, n + "attn_k_norm");
+    d.attn_sinks = p.vector(part_of(l.attn_sinks, r * local.n_head, local.n_head), n + "attn_sinks");
+    d.wo = p.k_slices(l.wo, r * per_rank, per_rank, n + "attn_output");
+    d.bo = p.vector(l.bo, n + "attn_output bias");
+    d.post_attn_norm = p.vector(l.post_attn_norm, n + "post_attention_norm");
+    d.ffn_norm = p.vector(l.ffn_norm, n + "ffn_norm");
+    d.ffn_norm_bias = p.vector(l.ffn_norm_bias, n + "ffn_norm bias");
+    // This rank's FFN columns, from separate or fused [gate; up] tensors.
+    const bool fused_gate_up = !l.w_gate && l.w_up.n_out == 2 * c.n_ff;
+    const model::Matrix gate = l.w_gate ? rows_of(l.w_gate, r * ff, ff)
+                               : fused_gate_up ? rows_of(l.w_up, r * ff, ff)
+                                               : model::Matrix{};
+    const model::Matrix up = rows_of(l.w_up, (fused_gate_up ? c.n_ff : 0) + r * ff, ff);
+    const bool gated = c.ffn() == model::FfnKind::GatedSilu || c.ffn() == model::FfnKind::GatedGelu;
+    if (gated && stackable(gate, up) && !l.b_up) {
+      d.w_up = p.stacked({&gate, &up}, n + "ffn_gate/up");
+    } else {
+      d.w_gate = p.matrix(gate, n + "ffn_gate");
+      d.w_up = p.matrix(up, n + "ffn_up");
+    }
+    d.b_up = p.vector(part_of(l.b_up, r * ff, ff), n + "ffn_up bias");
+    d.w_down = p.k_slices(l.w_down, r * per_rank, per_rank, n + "ffn_down");
+    d.b_down = p.vector(l.b_down, n + "ffn_down bias");
+    d.post_ffn_norm = p.vector(l.post_ffn_norm, n + "post_ffw_norm");
+  }
+}
+
+void place(const model::ModelConfig& c, const model::Weights& host, LayerRange range, TensorShard shard, Placer& p,
+           DeviceWeights& w) {
+  if (shard)
+    place_shard(c, host, shard, p, w);
+  else
+    place_all(c, host, range, p, w);
+}
+
 }  // namespace
 
 DeviceMatrix DeviceMatrix::expert(uint32_t e) const {
@@ -195,20 +313,22 @@ DeviceMatrix DeviceMatrix::expert(uint32_t e) const {
 // this much slack.
 constexpr std::size_t kTailSlack = 256;
 
-std::size_t device_weight_bytes(const model::ModelConfig& config, const model::Weights& weights, LayerRange range) {
+std::size_t device_weight_bytes(const model::ModelConfig& config, const model::Weights& weights, LayerRange range,
+                                TensorShard shard) {
   BumpLayout layout;
   Placer p(layout, false);
   DeviceWeights w;
-  place_all(config, weights, range, p, w);
+  place(config, weights, range, shard, p, w);
   return layout.size() + kTailSlack;
 }
 
-DeviceWeights upload_weights(const model::ModelConfig& config, const model::Weights& weights, LayerRange range) {
+DeviceWeights upload_weights(const model::ModelConfig& config, const model::Weights& weights, LayerRange range,
+                             TensorShard shard) {
   DeviceWeights w;
-  w.storage = DeviceAllocation(device_weight_bytes(config, weights, range), "the model weights");
+  w.storage = DeviceAllocation(device_weight_bytes(config, weights, range, shard), "the model weights");
   BumpLayout layout(w.storage.get());
   Placer p(layout, true);
-  place_all(config, weights, range, p, w);
+  place(config, weights, range, shard, p, w);
   return w;
 }
 

@@ -8,6 +8,7 @@
 #include "device_memory.h"
 #include "lamina/model/config.h"
 #include "lamina/model/weights.h"
+#include "tensor_parallel.h"
 
 namespace lamina::cudaexec::detail {
 
@@ -60,11 +61,17 @@ struct LayerRange {
 };
 
 // Bytes the range's tensors take on the device (with alignment).
-std::size_t device_weight_bytes(const model::ModelConfig& config, const model::Weights& weights, LayerRange range);
+std::size_t device_weight_bytes(const model::ModelConfig& config, const model::Weights& weights, LayerRange range,
+                                TensorShard shard = {});
 
-// Uploads the range's tensors (the other layers stay empty). Throws
-// CudaError when a matrix format has no GPU kernel or the device is out of
-// memory.
-DeviceWeights upload_weights(const model::ModelConfig& config, const model::Weights& weights, LayerRange range);
+// Uploads the range's tensors (the other layers stay empty); with a shard,
+// only that rank's part (tensor_parallel.h): its rows of the column-parallel
+// matrices, its slices of the row-parallel ones as a stack of
+// slices_per_rank() matrices [n_out x n_in / kTensorSlices] (DeviceMatrix
+// n_out counts all their rows), its rows of the output head; the rest
+// whole. `config` is the whole model's. Throws CudaError when a matrix
+// format has no GPU kernel or the device is out of memory.
+DeviceWeights upload_weights(const model::ModelConfig& config, const model::Weights& weights, LayerRange range,
+                             TensorShard shard = {});
 
 }  // namespace lamina::cudaexec::detail

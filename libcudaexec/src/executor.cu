@@ -4,16 +4,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <atomic>
 #include <utility>
 #include <string>
 
 #include "cuda_check.h"
 #include "device_memory.h"
-#include "device_weights.h"
-#include "forward_step.h"
+#include "executor_stage.h"
 #include "latent_attention.h"
+#include "nccl_library.h"
 #include "ops.h"
+#include "tensor_parallel.h"
 
 namespace lamina::cudaexec {
 
@@ -50,135 +51,18 @@ struct HostStaging {
   HostStaging& operator=(const HostStaging&) = delete;
 };
 
-std::string mib(std::size_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
-
-// One device's part of the model: a run of consecutive layers with their
-// weights, KV cache and workspace (every layer on one device, or the layers
-// split over several, each stage handing the residual stream to the next).
-struct Stage {
-  // The step keeps `m` and `in`: the executor's own copies.
-  Stage(const model::ModelConfig& m, const model::Weights& w, const ExecutorInputs& in, const ExecutorOptions& o,
-        const StepSizes& sizes, int device, LayerRange range, uint32_t n_blocks, uint32_t blocks_per_seq,
-        const std::vector<uint32_t>& tables);
-  ~Stage();
-  Stage(const Stage&) = delete;
-  Stage& operator=(const Stage&) = delete;
-
-  int device;
-  LayerRange range;
-  DeviceInfo info;
-  cudaStream_t stream = nullptr;
-  cudaEvent_t done = nullptr;   // the step's residual stream is ready for the next stage
-  cudaEvent_t taken = nullptr;  // the previous stage's residual stream is copied here
-  cudaEvent_t staged[2] = {};   // the copies from each host staging buffer have run
-  DeviceWeights weights;
-  DeviceAllocation kv_storage;
-  DeviceAllocation kv_tables;  // [n_seq][blocks_per_seq]
-  KvView kv;
-  DeviceAllocation step_storage;
-  StepBuffers buffers;
-  std::unique_ptr<ForwardStep> step;
-  std::map<uint32_t, cudaGraphExec_t> graphs;
+// The communicators of a tensor-parallel executor, one per rank (none for
+// one rank), destroyed after the stages that use them.
+struct Communicators {
+  std::vector<ncclComm_t> comms;
+  Communicators() = default;
+  Communicators(const Communicators&) = delete;
+  Communicators& operator=(const Communicators&) = delete;
+  ~Communicators() {
+    for (ncclComm_t c : comms)
+      if (c) (void)nccl().comm_destroy(c);
+  }
 };
-
-Stage::Stage(const model::ModelConfig& m, const model::Weights& w, const ExecutorInputs& in, const ExecutorOptions& o,
-             const StepSizes& sizes, int dev, LayerRange r, uint32_t n_blocks, uint32_t blocks_per_seq,
-             const std::vector<uint32_t>& tables)
-    : device(dev), range(r), info(device_info(dev)) {
-  if (info.cc_major < 8)
-    throw CudaError("GPU " + info.name + " has compute capability " + std::to_string(info.cc_major) + "." +
-                    std::to_string(info.cc_minor) + "; the kernels need 8.0 or newer");
-  LAMINA_CUDA_CHECK(cudaSetDevice(dev));
-  const AttentionShape heads = attention_heads(m);
-  kv.first_layer = r.first;
-  kv.n_layer = r.end - r.first;
-  kv.max_blocks = blocks_per_seq;
-  kv.k_dim = heads.n_head_kv * heads.head_dim_k;
-  // Latent attention's values lie in its keys.
-  kv.v_dim = m.latent_attention() ? 0 : heads.n_head_kv * heads.head_dim_v;
-  const std::size_t block_rows = std::size_t{kv.n_layer} * model::kKvBlockPositions;
-  const std::size_t kv_bytes = std::size_t{n_blocks} * block_rows * (kv.k_dim + kv.v_dim) * sizeof(__half);
-  const std::size_t table_bytes = tables.size() * sizeof(uint32_t);
-
-  // Everything is sized before anything is allocated, so a model that does
-  // not fit fails with one clear message.
-  const std::size_t weight_bytes = device_weight_bytes(m, w, r);
-  BumpLayout measure;
-  layout_step_buffers(m, in, sizes, measure);
-  const std::size_t step_bytes = measure.size();
-  const std::size_t need = weight_bytes + kv_bytes + table_bytes + step_bytes;
-  const std::size_t reserve = 256u << 20;  // CUDA context, graphs, kernels' own needs
-  if (need + reserve > info.free_bytes)
-    throw CudaError("the model does not fit on GPU " + std::to_string(dev) + " (" + info.name + "): weights " +
-                    (r.first == 0 && r.end == m.n_layer ? std::string()
-                                                         : "of layers " + std::to_string(r.first) + "-" +
-                                                               std::to_string(r.end - 1) + " ") +
-                    mib(weight_bytes) + " + KV cache " + mib(kv_bytes) + " (" + std::to_string(n_blocks) +
-                    " blocks of " + std::to_string(model::kKvBlockPositions) + " positions) + workspace " +
-                    mib(step_bytes) + " = " + mib(need) + ", free " + mib(info.free_bytes) +
-                    "; try a smaller context" +
-                    (o.devices.size() > 1 ? std::string() : " or splitting the layers over several GPUs"));
-
-  LAMINA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  for (cudaEvent_t* e : {&done, &taken, &staged[0], &staged[1]})
-    LAMINA_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
-  weights = upload_weights(m, w, r);
-  kv_storage = DeviceAllocation(kv_bytes, "the KV cache");
-  kv.k = static_cast<__half*>(kv_storage.get());
-  kv.v = kv.k + std::size_t{n_blocks} * block_rows * kv.k_dim;
-  // Attention weighs the keys past a query's position by exactly 0; the
-  // values there must be finite (0 times NaN is NaN), so the cache starts zeroed.
-  LAMINA_CUDA_CHECK(cudaMemset(kv_storage.get(), 0, kv_bytes));
-  kv_tables = DeviceAllocation(table_bytes, "the KV block tables");
-  kv.blocks = static_cast<const uint32_t*>(kv_tables.get());
-  LAMINA_CUDA_CHECK(cudaMemcpy(kv_tables.get(), tables.data(), table_bytes, cudaMemcpyHostToDevice));
-  step_storage = DeviceAllocation(step_bytes, "the workspace");
-  BumpLayout place(step_storage.get());
-  buffers = layout_step_buffers(m, in, sizes, place);
-
-  // Both angle tables side by side: the local one (if any) after the main one.
-  if (m.rope.kind != RopeKind::None) {
-    std::vector<double> inv_freq = in.rope_inv_freq;
-    inv_freq.insert(inv_freq.end(), in.rope_inv_freq_local.begin(), in.rope_inv_freq_local.end());
-    LAMINA_CUDA_CHECK(
-        cudaMemcpy(buffers.inv_freq, inv_freq.data(), inv_freq.size() * sizeof(double), cudaMemcpyHostToDevice));
-  }
-  if (in.gelu_f16_table)
-    LAMINA_CUDA_CHECK(cudaMemcpy(buffers.gelu_table, in.gelu_f16_table, 65536 * 2, cudaMemcpyHostToDevice));
-  step = std::make_unique<ForwardStep>(m, in, weights, kv, buffers, r);
-}
-
-Stage::~Stage() {
-  // The device's memory, graphs and stream are released with it current.
-  (void)cudaSetDevice(device);
-  for (auto& [n, exec] : graphs) (void)cudaGraphExecDestroy(exec);
-  for (cudaEvent_t e : {done, taken, staged[0], staged[1]})
-    if (e) (void)cudaEventDestroy(e);
-  if (stream) (void)cudaStreamDestroy(stream);
-}
-
-// Consecutive runs of layers, one per device, in proportion to the devices'
-// free memory (each run at least one layer).
-std::vector<LayerRange> split_layers(uint32_t n_layer, const std::vector<int>& devices) {
-  const std::size_t n = devices.size();
-  if (n > n_layer)
-    throw CudaError("cannot split " + std::to_string(n_layer) + " layers over " + std::to_string(n) + " GPUs");
-  std::vector<double> free(n);
-  double total = 0;
-  for (std::size_t i = 0; i < n; ++i) total += free[i] = static_cast<double>(device_info(devices[i]).free_bytes);
-  std::vector<LayerRange> ranges(n);
-  double cumulative = 0;
-  uint32_t first = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    cumulative += free[i];
-    const auto left_after = static_cast<uint32_t>(n - 1 - i);
-    uint32_t end = i + 1 == n ? n_layer : static_cast<uint32_t>(std::llround(cumulative / total * n_layer));
-    end = std::clamp(end, first + 1, n_layer - left_after);
-    ranges[i] = {first, end};
-    first = end;
-  }
-  return ranges;
-}
 
 }  // namespace
 
@@ -203,9 +87,15 @@ struct Executor::Impl {
   // Throws ModelError naming the first token past its slot's block table.
   void check_positions(std::span<const model::TokenInput> batch) const;
   cudaGraphExec_t graph_for(Stage& stage, uint32_t n);
+  // Enqueues stage i's part of the step (its copies from the staging buffer
+  // b, the graph or the launches); `traced` as run_step's after_layer.
+  void enqueue_stage(std::size_t i, uint32_t b, uint32_t n, uint32_t n_out, bool graph_shape,
+                     const AttentionPlan& attention, bool hidden_only,
+                     const std::function<void(const Stage&, int)>* traced);
   Stage& last() { return *stages.back(); }
 
   model::ModelConfig model;
+  model::ModelConfig step_model;  // the model as each stage's step sees it (a rank's share under tensor parallelism)
   ExecutorInputs inputs;
   ExecutorOptions options;
   model::BatchLimits limits;
@@ -219,14 +109,31 @@ struct Executor::Impl {
   std::unique_ptr<HostStaging> staging[2];
   uint32_t next_staging = 0;
   HostStaging* current = nullptr;  // the latest step's
+  Communicators communicators;
   std::vector<std::unique_ptr<Stage>> stages;
-  bool graphs_ok = true;
+  std::unique_ptr<RankThreads> ranks;  // tensor parallelism: one host thread per rank
+  std::atomic<bool> graphs_ok = true;
 };
 
 Executor::Impl::Impl(const model::ModelConfig& m, const model::Weights& w, const ExecutorInputs& in,
                      const ExecutorOptions& o)
-    : model(m), inputs(in), options(o), limits(model::batch_limits(m, w, o.n_ctx, o.n_seq)) {
+    : model(m), step_model(m), inputs(in), options(o), limits(model::batch_limits(m, w, o.n_ctx, o.n_seq)) {
   if (device_count() == 0) throw CudaError("no CUDA device is visible (the GPU path needs an NVIDIA GPU and driver)");
+  const uint32_t tp = o.tensor_parallel;
+  if (tp > 0) {
+    if (o.devices.empty())
+      for (uint32_t r = 0; r < tp; ++r) options.devices.push_back(static_cast<int>(r));
+    if (options.devices.size() != tp)
+      throw CudaError("tensor parallelism over " + std::to_string(tp) + " GPUs names " +
+                      std::to_string(options.devices.size()) + " devices");
+    for (std::size_t i = 0; i < options.devices.size(); ++i)
+      if (std::count(options.devices.begin(), options.devices.end(), options.devices[i]) > 1)
+        throw CudaError("tensor parallelism needs distinct GPUs (GPU " + std::to_string(options.devices[i]) +
+                        " is named twice)");
+    if (const std::string why = tensor_parallel_unsupported(m, w, tp); !why.empty())
+      throw CudaError("tensor parallelism does not support " + why);
+    step_model = shard_config(m, tp);
+  }
   if (options.devices.empty()) options.devices = {o.device};
   // A device may appear more than once (its stages then share it): how the
   // split itself is tested on one GPU.
@@ -255,7 +162,7 @@ Executor::Impl::Impl(const model::ModelConfig& m, const model::Weights& w, const
   sizes.max_rows = o.max_batch;
   sizes.max_logit_rows = std::min(o.max_batch, o.max_logit_rows ? o.max_logit_rows : std::max(o.n_seq, 64u));
   sizes.max_spans = attention_spans(o.n_ctx - 1);
-  attention_shape = attention_heads(m);
+  attention_shape = attention_heads(step_model);
   const bool latent = m.latent_attention();
   if (const char* why = latent ? latent_attention_unsupported(attention_shape) : attention_unsupported(attention_shape);
       *why != '\0')
@@ -277,13 +184,30 @@ Executor::Impl::Impl(const model::ModelConfig& m, const model::Weights& w, const
   if (own_runs)
     for (std::size_t i = 0; i < table_host.size(); ++i) table_host[i] = static_cast<uint32_t>(i);
 
-  const std::vector<LayerRange> ranges = split_layers(m.n_layer, options.devices);
-  for (std::size_t i = 0; i < ranges.size(); ++i)
-    stages.push_back(std::make_unique<Stage>(model, w, inputs, options, sizes, options.devices[i], ranges[i],
-                                             n_blocks, blocks_per_seq, table_host));
+  if (tp > 0) {
+    // The communicators first: the stages size themselves by what is free after them.
+    if (tp > 1) {
+      communicators.comms.resize(tp);
+      nccl_check(nccl().comm_init_all(communicators.comms.data(), static_cast<int>(tp), options.devices.data()),
+                 "creating the communicators of the GPUs");
+    }
+    for (uint32_t r = 0; r < tp; ++r) {
+      StepSizes shard_sizes = sizes;
+      shard_sizes.shard = {r, tp};
+      stages.push_back(std::make_unique<Stage>(step_model, model, w, inputs, options, shard_sizes, options.devices[r],
+                                               LayerRange{0, m.n_layer}, n_blocks, blocks_per_seq, table_host,
+                                               tp > 1 ? communicators.comms[r] : nullptr));
+    }
+    ranks = std::make_unique<RankThreads>(tp);
+  } else {
+    const std::vector<LayerRange> ranges = split_layers(m.n_layer, options.devices);
+    for (std::size_t i = 0; i < ranges.size(); ++i)
+      stages.push_back(std::make_unique<Stage>(model, model, w, inputs, options, sizes, options.devices[i], ranges[i],
+                                               n_blocks, blocks_per_seq, table_host));
+  }
   // Where the devices reach each other directly, the residual stream goes
   // over the link; otherwise the copies go through the host.
-  for (std::size_t i = 1; i < stages.size(); ++i) {
+  for (std::size_t i = 1; i < stages.size() && !ranks; ++i) {
     int can = 0;
     LAMINA_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, stages[i]->device, stages[i - 1]->device));
     if (!can) continue;
@@ -326,6 +250,40 @@ cudaGraphExec_t Executor::Impl::graph_for(Stage& st, uint32_t n) {
   return exec;
 }
 
+void Executor::Impl::enqueue_stage(std::size_t i, uint32_t b, uint32_t n, uint32_t n_out, bool graph_shape,
+                                   const AttentionPlan& attention, bool hidden_only,
+                                   const std::function<void(const Stage&, int)>* after_layer) {
+  const HostStaging& hs = *staging[b];
+  const std::size_t rows_bytes = std::size_t{sizes.max_rows} * 4;
+  Stage& st = *stages[i];
+  LAMINA_CUDA_CHECK(cudaSetDevice(st.device));
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(st.buffers.ids, hs.ids, 3 * rows_bytes, cudaMemcpyHostToDevice, st.stream));
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(st.buffers.out_rows, hs.out_rows, n_out * 4, cudaMemcpyHostToDevice, st.stream));
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(st.buffers.tiles, hs.tiles, attention.n_tiles * sizeof(AttentionTile),
+                                    cudaMemcpyHostToDevice, st.stream));
+  LAMINA_CUDA_CHECK(cudaEventRecord(st.staged[b], st.stream));
+  // Split layers: the residual stream of the previous stage's last layer,
+  // and this stage's is rewritten only after the next stage took the
+  // previous step's. (Tensor-parallel ranks each hold the whole stream.)
+  if (i > 0 && !ranks) {
+    const Stage& previous = *stages[i - 1];
+    LAMINA_CUDA_CHECK(cudaStreamWaitEvent(st.stream, previous.done, 0));
+    LAMINA_CUDA_CHECK(cudaMemcpyPeerAsync(st.buffers.x, st.device, previous.buffers.x, previous.device,
+                                          std::size_t{n} * model.n_embd * sizeof(float), st.stream));
+    LAMINA_CUDA_CHECK(cudaEventRecord(st.taken, st.stream));
+  }
+  if (i + 1 < stages.size() && !ranks) LAMINA_CUDA_CHECK(cudaStreamWaitEvent(st.stream, stages[i + 1]->taken, 0));
+  cudaGraphExec_t exec = graph_shape && graphs_ok ? graph_for(st, n) : nullptr;
+  if (exec) {
+    LAMINA_CUDA_CHECK(cudaGraphLaunch(exec, st.stream));
+  } else {
+    const AttentionPlan plan = graph_shape ? plan_decode_attention(attention_shape, n, sizes.max_spans) : attention;
+    const std::function<void(int)> traced = [&](int layer) { (*after_layer)(st, layer); };
+    st.step->enqueue(n, n_out, plan, st.stream, after_layer ? &traced : nullptr, hidden_only);
+  }
+  LAMINA_CUDA_CHECK(cudaEventRecord(st.done, st.stream));
+}
+
 uint32_t Executor::Impl::run_step(std::span<const model::TokenInput> batch, Output output,
                                   const std::function<void(const Stage&, int)>* after_layer) {
   // The host does not wait for a step that yields nothing (a prompt chunk
@@ -356,35 +314,16 @@ uint32_t Executor::Impl::run_step(std::span<const model::TokenInput> batch, Outp
   } else {
     attention = plan_attention(attention_shape, hs.seq, n, max_pos, stages[0]->info.sm_count, hs.tiles);
   }
-  const std::size_t rows_bytes = std::size_t{sizes.max_rows} * 4;
-  for (std::size_t i = 0; i < stages.size(); ++i) {
-    Stage& st = *stages[i];
-    LAMINA_CUDA_CHECK(cudaSetDevice(st.device));
-    LAMINA_CUDA_CHECK(cudaMemcpyAsync(st.buffers.ids, hs.ids, 3 * rows_bytes, cudaMemcpyHostToDevice, st.stream));
-    LAMINA_CUDA_CHECK(cudaMemcpyAsync(st.buffers.out_rows, hs.out_rows, n_out * 4, cudaMemcpyHostToDevice, st.stream));
-    LAMINA_CUDA_CHECK(cudaMemcpyAsync(st.buffers.tiles, hs.tiles, attention.n_tiles * sizeof(AttentionTile),
-                                      cudaMemcpyHostToDevice, st.stream));
-    LAMINA_CUDA_CHECK(cudaEventRecord(st.staged[b], st.stream));
-    if (i > 0) {
-      // The residual stream of the previous stage's last layer.
-      const Stage& previous = *stages[i - 1];
-      LAMINA_CUDA_CHECK(cudaStreamWaitEvent(st.stream, previous.done, 0));
-      LAMINA_CUDA_CHECK(cudaMemcpyPeerAsync(st.buffers.x, st.device, previous.buffers.x, previous.device,
-                                            std::size_t{n} * model.n_embd * sizeof(float), st.stream));
-      LAMINA_CUDA_CHECK(cudaEventRecord(st.taken, st.stream));
-    }
-    // This stage's residual stream is rewritten only after the next stage
-    // took the previous step's.
-    if (i + 1 < stages.size()) LAMINA_CUDA_CHECK(cudaStreamWaitEvent(st.stream, stages[i + 1]->taken, 0));
-    cudaGraphExec_t exec = graph_shape && graphs_ok ? graph_for(st, n) : nullptr;
-    if (exec) {
-      LAMINA_CUDA_CHECK(cudaGraphLaunch(exec, st.stream));
-    } else {
-      const AttentionPlan plan = graph_shape ? plan_decode_attention(attention_shape, n, sizes.max_spans) : attention;
-      const std::function<void(int)> traced = [&](int layer) { (*after_layer)(st, layer); };
-      st.step->enqueue(n, n_out, plan, st.stream, after_layer ? &traced : nullptr, output == Output::Hidden);
-    }
-    LAMINA_CUDA_CHECK(cudaEventRecord(st.done, st.stream));
+  const bool hidden_only = output == Output::Hidden;
+  if (ranks) {
+    // Every rank at once (their collectives meet); rank 0 traces.
+    ranks->run([&](uint32_t r) {
+      enqueue_stage(r, b, n, n_out, graph_shape, attention, hidden_only, r == 0 ? after_layer : nullptr);
+    });
+    LAMINA_CUDA_CHECK(cudaSetDevice(last().device));
+  } else {
+    for (std::size_t i = 0; i < stages.size(); ++i)
+      enqueue_stage(i, b, n, n_out, graph_shape, attention, hidden_only, after_layer);
   }
   if (output == Output::Argmax && n_out > 0)
     argmax_rows(last().buffers.logits, model.n_vocab, n_out, last().buffers.argmax_parts, last().buffers.argmax,
@@ -569,6 +508,7 @@ std::vector<MemoryUse> Executor::memory_use_per_device() const {
 }
 
 std::vector<int> Executor::devices() const { return impl_->options.devices; }
+uint32_t Executor::tensor_parallel() const { return impl_->options.tensor_parallel; }
 uint32_t Executor::n_ctx() const { return impl_->options.n_ctx; }
 uint32_t Executor::n_seq() const { return impl_->options.n_seq; }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "matmul.h"
+#include "nccl_library.h"
 
 namespace lamina::cudaexec::detail {
 namespace {
@@ -60,7 +61,14 @@ StepBuffers layout_step_buffers(const model::ModelConfig& m, const ExecutorInput
   b.proj = layout.take<float>(R * m.n_embd);
   b.gate = layout.take<float>(R * gate_width(m));
   b.up = layout.take<float>(R * ff_width(m));
-  b.logits = layout.take<float>(L * m.n_vocab);
+  b.logits = layout.take<float>(L * (s.shard ? s.n_vocab : m.n_vocab));
+  b.logits_local = b.logits;
+  if (s.shard) {
+    b.logits_local = layout.take<float>(L * m.n_vocab);
+    b.logits_gathered = layout.take<float>(L * s.shard.n_ranks * m.n_vocab);
+    b.tp_parts = layout.take<float>(s.shard.slices_per_rank() * R * m.n_embd);
+    b.tp_gathered = layout.take<float>(kTensorSlices * R * m.n_embd);
+  }
   b.attention = layout.take<float>(attention_workspace_floats(heads, s.max_rows, s.max_spans));
   // The widest activation row: f32 (the float formats) is the largest layout.
   // (Latent attention quantizes n_head rows per row, of nope and of kv_lora values.)
@@ -69,8 +77,12 @@ StepBuffers layout_step_buffers(const model::ModelConfig& m, const ExecutorInput
   const std::size_t act_bytes =
       std::max(R * activation_row_stride(quant::QuantFormat::F32, max_in),
                R * m.n_expert_used * activation_row_stride(quant::QuantFormat::F32, std::max(m.n_embd, m.n_ff_expert)));
-  b.act[0] = layout.take<std::byte>(act_bytes);
-  b.act[1] = layout.take<std::byte>(act_bytes);
+  // (A row-parallel product quantizes its slices as rows of their own.)
+  const uint32_t per_rank = s.shard ? s.shard.slices_per_rank() : 1;
+  const uint32_t max_slice = std::max(heads.n_head * heads.head_dim_v, m.n_ff) / per_rank;
+  const std::size_t slice_act_bytes = R * per_rank * activation_row_stride(quant::QuantFormat::F32, max_slice);
+  b.act[0] = layout.take<std::byte>(std::max(act_bytes, slice_act_bytes));
+  b.act[1] = layout.take<std::byte>(std::max(act_bytes, slice_act_bytes));
   const uint32_t half = std::max<uint32_t>(1, m.rope.n_dims / 2);
   const bool local_rope = !in.rope_inv_freq_local.empty();
   b.inv_freq = layout.take<double>((local_rope ? 2 : 1) * half);
@@ -102,8 +114,78 @@ StepBuffers layout_step_buffers(const model::ModelConfig& m, const ExecutorInput
 }
 
 ForwardStep::ForwardStep(const model::ModelConfig& model, const ExecutorInputs& inputs, const DeviceWeights& weights,
-                         const KvView& kv, const StepBuffers& buffers, LayerRange range)
-    : m_(model), in_(inputs), heads_(attention_heads(model)), w_(weights), kv_(kv), range_(range), b_(buffers) {}
+                         const KvView& kv, const StepBuffers& buffers, LayerRange range, const TensorParallelComm* tp)
+    : m_(model),
+      in_(inputs),
+      heads_(attention_heads(model)),
+      w_(weights),
+      kv_(kv),
+      range_(range),
+      b_(buffers),
+      tp_(tp) {}
+
+void ForwardStep::row_parallel(const DeviceMatrix& w, const float* x, uint32_t n, const float* bias,
+                               const float* residual, float* out, cudaStream_t stream) {
+  const uint32_t per_rank = tp_->shard.slices_per_rank(), E = m_.n_embd, slice = w.n_in;
+  // Each row's slices as rows of their own: product i reads slice i of every row.
+  const QuantFormat f = activation_format(w.format);
+  const std::size_t slice_stride = activation_row_stride(f, slice);
+  forget_activations();
+  quantize_activations(f, x, slice, slice, n * per_rank, b_.act[0], stream);
+  MatmulArgs a = weight_product(w);
+  a.n_out = E;
+  a.act = b_.act[0];
+  a.act_stride = per_rank * slice_stride;
+  a.n_rows = n;
+  a.y = b_.tp_parts;
+  a.y_stride = E;
+  a.n_batch = per_rank;
+  a.w_batch_bytes = std::size_t{E} * quant::row_bytes(w.format, slice);
+  a.act_batch_bytes = slice_stride;
+  a.y_batch_stride = std::size_t{n} * E;
+  matmul(a, stream);
+  const std::size_t count = std::size_t{per_rank} * n * E;
+  const float* parts = b_.tp_parts;
+  if (tp_->comm) {
+    nccl_check(nccl().all_gather(b_.tp_parts, b_.tp_gathered, count, ncclFloat, tp_->comm, stream),
+               "all-gather of a row-parallel product's slices");
+    parts = b_.tp_gathered;
+  }
+  sum_slices(parts, kTensorSlices, std::size_t{n} * E, E, n, bias, residual, out, E, stream);
+}
+
+void ForwardStep::output_product(const DeviceMatrix& w, const float* x, uint32_t n, float* y, const float* bias,
+                                 const float* residual, cudaStream_t stream) {
+  if (tp_)
+    row_parallel(w, x, n, bias, residual, y, stream);
+  else
+    linear(w, x, n, y, m_.n_embd, bias, residual, stream);
+}
+
+void ForwardStep::output_head(uint32_t n, cudaStream_t stream) {
+  const uint32_t share = m_.n_vocab;  // the whole vocabulary without tensor parallelism
+  linear(w_.output, b_.h, n, b_.logits_local, share, nullptr, nullptr, stream);
+  if (tp_) {
+    // Every rank's share, then side by side: row r of rank k's share is
+    // columns [k * share, k * share + its rows) of row r.
+    const uint32_t ranks = tp_->shard.n_ranks, V = tp_->n_vocab;
+    const float* shares = b_.logits_local;
+    if (tp_->comm) {
+      nccl_check(nccl().all_gather(b_.logits_local, b_.logits_gathered, std::size_t{n} * share, ncclFloat, tp_->comm,
+                                   stream),
+                 "all-gather of the logits");
+      shares = b_.logits_gathered;
+    }
+    for (uint32_t k = 0; k < ranks; ++k) {
+      const uint32_t cols = std::min(V, (k + 1) * share) - k * share;
+      LAMINA_CUDA_CHECK(cudaMemcpy2DAsync(b_.logits + std::size_t{k} * share, std::size_t{V} * sizeof(float),
+                                          shares + std::size_t{k} * n * share, std::size_t{share} * sizeof(float),
+                                          cols * sizeof(float), n, cudaMemcpyDeviceToDevice, stream));
+    }
+  }
+  const uint32_t V = tp_ ? tp_->n_vocab : share;
+  if (m_.final_softcap > 0.0f) softcap(b_.logits, std::size_t{n} * V, m_.final_softcap, stream);
+}
 
 void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
   const DeviceLayer& l = w_.layers[layer];
@@ -197,7 +279,7 @@ void ForwardStep::activate(Activation kind, const DeviceMatrix& next, const floa
   const uint32_t slot = next_slot_;
   // The down projection reads only the quantized rows: `out` stays their
   // name among the activation slots, and its f32 rows are not written.
-  if (next.n_in == ff && gated_activation_quantized(kind, gate, up, in_stride, ff, n, b_.gelu_table, nullptr, ff, f,
+  if (!tp_ && next.n_in == ff && gated_activation_quantized(kind, gate, up, in_stride, ff, n, b_.gelu_table, nullptr, ff, f,
                                                     b_.act[slot], stream)) {
     next_slot_ ^= 1u;
     slots_[slot] = {out, f};
@@ -234,11 +316,11 @@ void ForwardStep::attention_block(uint32_t layer, uint32_t n, const AttentionPla
   }
   forget_activations();
   if (l.post_attn_norm) {
-    linear(l.wo, heads, n, b_.proj, E, l.bo, nullptr, stream);
+    output_product(l.wo, heads, n, b_.proj, l.bo, nullptr, stream);
     norm_rows(NormKind::Rms, b_.proj, E, nullptr, l.post_attn_norm, nullptr, m_.norm_eps, E, n, b_.x, E, true,
               stream);
   } else {
-    linear(l.wo, heads, n, b_.x, E, l.bo, b_.x, stream);
+    output_product(l.wo, heads, n, b_.x, l.bo, b_.x, stream);
   }
 }
 
@@ -271,11 +353,11 @@ void ForwardStep::ffn_block(uint32_t layer, uint32_t n, cudaStream_t stream) {
     activate(dense_activation(kind), l.w_down, b_.gate, b_.up, ff, hidden, n, stream);
   }
   if (l.post_ffn_norm) {
-    linear(l.w_down, hidden, n, b_.proj, E, l.b_down, nullptr, stream);
+    output_product(l.w_down, hidden, n, b_.proj, l.b_down, nullptr, stream);
     norm_rows(NormKind::Rms, b_.proj, E, nullptr, l.post_ffn_norm, nullptr, m_.norm_eps, E, n, b_.x, E, true,
               stream);
   } else {
-    linear(l.w_down, hidden, n, b_.x, E, l.b_down, b_.x, stream);
+    output_product(l.w_down, hidden, n, b_.x, l.b_down, b_.x, stream);
   }
 }
 
@@ -305,8 +387,7 @@ void ForwardStep::enqueue(uint32_t n, uint32_t n_logit_rows, const AttentionPlan
   if (n_logit_rows == 0 || !range_.heads(m_)) return;
   norm_input(w_.output, w_.output_norm, w_.output_norm_bias, b_.out_rows, n_logit_rows, stream);
   if (hidden_only) return;
-  linear(w_.output, b_.h, n_logit_rows, b_.logits, m_.n_vocab, nullptr, nullptr, stream);
-  if (m_.final_softcap > 0.0f) softcap(b_.logits, std::size_t{n_logit_rows} * m_.n_vocab, m_.final_softcap, stream);
+  output_head(n_logit_rows, stream);
 }
 
 }  // namespace lamina::cudaexec::detail

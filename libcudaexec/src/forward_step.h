@@ -15,6 +15,7 @@
 #include "lamina/cudaexec/executor.h"
 #include "lamina/model/config.h"
 #include "ops.h"
+#include "tensor_parallel.h"
 
 namespace lamina::cudaexec::detail {
 
@@ -39,6 +40,12 @@ struct StepBuffers {
   int32_t* argmax = nullptr;    // [logit rows]
   float *x = nullptr, *h = nullptr, *qkv = nullptr, *attn_out = nullptr, *proj = nullptr;
   float *gate = nullptr, *up = nullptr, *logits = nullptr, *attention = nullptr;
+  // Tensor parallelism: this rank's slices of a row-parallel product
+  // [slices_per_rank][rows][n_embd], every rank's [kTensorSlices][rows][n_embd];
+  // this rank's logits [logit rows][its vocabulary share] and every rank's
+  // ([ranks][logit rows][share]), before `logits` puts them side by side.
+  // Without it logits_local is logits and the rest is null.
+  float *tp_parts = nullptr, *tp_gathered = nullptr, *logits_local = nullptr, *logits_gathered = nullptr;
   void* act[2] = {nullptr, nullptr};  // quantized activations, two formats at once
   double* inv_freq = nullptr;
   double2* rope = nullptr;                   // [rows][rope_dims / 2] this step's rotations
@@ -64,6 +71,8 @@ struct StepSizes {
   uint32_t max_rows = 0;
   uint32_t max_logit_rows = 0;
   uint32_t max_spans = 0;  // attention spans covering n_ctx
+  TensorShard shard;       // with tensor parallelism: the rank's (the model passed is its shard_config)
+  uint32_t n_vocab = 0;    // with tensor parallelism: the whole vocabulary's
 };
 
 // The attention's heads: the model's own; for latent attention (absorbed,
@@ -80,9 +89,10 @@ class ForwardStep {
   // Runs the layers of `range` (weights holds them): from the token ids when
   // the range starts at layer 0, else from the residual stream already in
   // buffers.x; to the logits when it ends at the last layer, else leaving
-  // the residual stream in buffers.x.
+  // the residual stream in buffers.x. With `tp`, `model` is the rank's
+  // shard_config, weights its shard, and the step talks to the other ranks.
   ForwardStep(const model::ModelConfig& model, const ExecutorInputs& inputs, const DeviceWeights& weights,
-              const KvView& kv, const StepBuffers& buffers, LayerRange range);
+              const KvView& kv, const StepBuffers& buffers, LayerRange range, const TensorParallelComm* tp = nullptr);
 
   // Enqueues the step for n rows (ids/pos/seq/out_rows/tiles already on the
   // device), n_logit_rows of them wanting logits. after_layer(i) runs on the
@@ -106,6 +116,18 @@ class ForwardStep {
   // applies, only the quantized rows are kept).
   void activate(Activation kind, const DeviceMatrix& next, const float* gate, const float* up, std::size_t in_stride,
                 float* out, uint32_t n, cudaStream_t stream);
+  // out = residual + bias + W x for a row-parallel W, this rank's slices of
+  // x's row [n x slices_per_rank * W.n_in] (tensor_parallel.h): the slices'
+  // partial products gathered from every rank and added in slice order.
+  void row_parallel(const DeviceMatrix& w, const float* x, uint32_t n, const float* bias, const float* residual,
+                    float* out, cudaStream_t stream);
+  // y = W x (+ bias) (+ residual) for the attention output and the down
+  // projection: row_parallel under tensor parallelism, else linear.
+  void output_product(const DeviceMatrix& w, const float* x, uint32_t n, float* y, const float* bias,
+                      const float* residual, cudaStream_t stream);
+  // The output head on n rows of buffers.h into buffers.logits (every rank's
+  // share of the vocabulary gathered under tensor parallelism).
+  void output_head(uint32_t n, cudaStream_t stream);
   // x's rows quantized for w (x: rows of w.n_in values), through the slots.
   const void* quantized_input(const DeviceMatrix& w, const float* x, uint32_t n_rows, cudaStream_t stream);
   // Per head h < n_head, rows [first_row, first_row + n_out) of w's head h
@@ -131,6 +153,7 @@ class ForwardStep {
   KvView kv_;
   LayerRange range_;
   StepBuffers b_;
+  const TensorParallelComm* tp_;
   // Which (source, format) each activation slot holds; reset when the source changes.
   struct ActSlot {
     const float* src = nullptr;

@@ -180,6 +180,19 @@ __global__ void sum_row_groups_kernel(const float* in, uint32_t group, uint32_t 
   out[r * out_stride + i] = s;
 }
 
+__global__ void sum_slices_kernel(const float* parts, uint32_t n_slices, std::size_t slice_stride, uint32_t n,
+                                  const float* bias, const float* residual, float* out, std::size_t out_stride) {
+  enter_dependent_kernel();
+  const uint32_t r = blockIdx.y;
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float* p = parts + std::size_t{r} * n + i;
+  float s = bias ? bias[i] : 0.0f;
+  for (uint32_t k = 0; k < n_slices; ++k) s += p[k * slice_stride];
+  const std::size_t at = r * out_stride + i;
+  out[at] = residual ? residual[at] + s : s;
+}
+
 __global__ void softcap_kernel(float* x, std::size_t n, float cap) {
   enter_dependent_kernel();
   const std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
@@ -317,6 +330,13 @@ void sum_row_groups(const float* in, uint32_t group, uint32_t n, uint32_t n_rows
                     cudaStream_t stream) {
   if (n_rows == 0) return;
   launch_kernel(sum_row_groups_kernel, row_grid(n, n_rows), dim3(kThreads), 0, stream, in, group, n, out, out_stride);
+}
+
+void sum_slices(const float* parts, uint32_t n_slices, std::size_t slice_stride, uint32_t n, uint32_t n_rows,
+                const float* bias, const float* residual, float* out, std::size_t out_stride, cudaStream_t stream) {
+  if (n_rows == 0) return;
+  launch_kernel(sum_slices_kernel, row_grid(n, n_rows), dim3(kThreads), 0, stream, parts, n_slices, slice_stride, n,
+                bias, residual, out, out_stride);
 }
 
 void softcap(float* x, std::size_t n, float cap, cudaStream_t stream) {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <algorithm>
+#include <iostream>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -472,6 +473,113 @@ TEST(GpuForward, LayerSplitGivesOneGpusBits) {
     too_many.devices.assign(m->config().n_layer + 1, 0);
     EXPECT_THROW((void)make_gpu_forward(*m, fo, too_many), ModelError);
   }
+}
+
+// Tensor parallelism gives the same bits on 1, 2 and 4 GPUs (as many as
+// there are): prompts in chunks beside other sequences and cut into many
+// steps, decode steps replayed as graphs, hidden states, a prefix in shared
+// blocks. On one GPU (N = 1) it runs the same sliced sums, which stay within
+// the parity gate of the unsplit executor's. The test models cover fused
+// Q/K/V and gate/up (phi3), QKV biases and tied embeddings (qwen2), Q/K norms
+// (qwen3), soft caps, post-norms and windows (gemma2), LayerNorm and
+// position embeddings (gpt2).
+TEST(GpuForward, TensorParallelGivesTheSameBitsOnEveryGpuCount) {
+  const int n_dev = cudaexec::device_count();
+  int found = 0;
+  for (const char* name : {"archs/llama3.q8_0.gguf", "archs/phi3.q8_0.gguf", "archs/qwen2.q8_0.gguf",
+                           "archs/qwen3.q8_0.gguf", "archs/gemma2.q8_0.gguf", "archs/gpt2.q8_0.gguf"}) {
+    const fs::path path = kData / name;
+    if (!fs::exists(path)) {
+      std::cout << "no " << path << "\n";
+      continue;
+    }
+    ++found;
+    SCOPED_TRACE(name);
+    const auto m = Model::load(path.string());
+    const std::size_t V = m->config().n_vocab;
+    const ForwardOptions fo{.n_ctx = 640, .n_seq = 4};
+    GpuOptions g = no_gate();
+    g.tensor_parallel = 1;
+    const auto one = make_gpu_forward(*m, fo, g);
+    EXPECT_NE(one->backend_name().find("tensor parallel"), std::string::npos) << one->backend_name();
+    // (gpt2's test model learns 256 positions; 12 tokens are generated after the prompt.)
+    const model::Matrix& learned = m->weights().position_embd;
+    const uint32_t len = std::min(300u, learned ? learned.n_out - 12 : 300u);
+    const std::vector<int32_t> ids = prompt_for(*m, len);
+    {
+      const auto plain = make_gpu_forward(*m, fo, no_gate());
+      const auto a = plain->decode(prompt_batch(ids, 0, false));
+      const std::vector<float> unsplit(a.begin(), a.end());
+      const auto b = one->decode(prompt_batch(ids, 0, false));
+      EXPECT_GE(cosine(unsplit.data(), b.data(), V), default_parity_cosine(*m));
+    }
+    const std::vector<uint32_t> marked = {0, 100, len - 45, len - 44, len - 1};
+    std::vector<std::vector<int32_t>> others = {prompt_for(*m, 40), prompt_for(*m, 70)};
+    others[1].back() = 3;
+    const std::vector<float> want = chunked_logits(*one, ids, 0, marked, 64, others, V);
+    const std::vector<int32_t> want_greedy = greedy(*one, ids, 12);
+    const auto h = one->hidden_states(prompt_batch(ids, 3, false));
+    const std::vector<float> want_hidden(h.begin(), h.end());
+    for (const uint32_t n : {2u, 4u}) {
+      if (static_cast<int>(n) > n_dev || m->config().n_head_kv % n != 0) continue;
+      SCOPED_TRACE(std::to_string(n) + " GPUs");
+      g.tensor_parallel = n;
+      {
+        // Steps of up to 512 rows (as below, of up to 64).
+        const auto long_steps = make_gpu_forward(*m, fo, g);
+        EXPECT_TRUE(chunked_logits(*long_steps, ids, 0, marked, 64, others, V) == want);
+      }
+      ForwardOptions small_steps = fo;
+      small_steps.max_batch = 64;
+      const auto split = make_gpu_forward(*m, small_steps, g);
+      EXPECT_TRUE(chunked_logits(*split, ids, 0, marked, 64, others, V) == want);
+      EXPECT_EQ(greedy(*split, ids, 12), want_greedy);
+      const auto b = split->hidden_states(prompt_batch(ids, 3, false));
+      EXPECT_TRUE(std::equal(want_hidden.begin(), want_hidden.end(), b.begin(), b.end()));
+      // Slot 2 goes on from slot 0's first 256 positions (its first block).
+      if (len >= 280) {
+        split->set_block_table(2, std::vector<uint32_t>{0, 9});
+        one->set_block_table(2, std::vector<uint32_t>{0, 9});
+        std::vector<TokenInput> rest;
+        for (uint32_t i = 256; i < 280; ++i) rest.push_back({static_cast<int32_t>((i * 31) % V), i, 2, i % 8 == 0});
+        const auto c = one->decode(rest);
+        const std::vector<float> rest_one(c.begin(), c.end());
+        const auto d = split->decode(rest);
+        EXPECT_TRUE(std::equal(rest_one.begin(), rest_one.end(), d.begin(), d.end()));
+        one->set_block_table(2, std::vector<uint32_t>{6, 7, 8});
+      }
+      EXPECT_NE(split->device_memory_report().find("GPU " + std::to_string(n - 1)), std::string::npos)
+          << split->device_memory_report();
+    }
+  }
+  if (found == 0) GTEST_SKIP() << "no test models at " << kData;
+}
+
+// What tensor parallelism cannot split is refused, saying why.
+TEST(GpuForward, TensorParallelRefusesWhatItCannotSplit) {
+  const auto refused = [](const char* name, GpuOptions g, const std::string& why) {
+    const fs::path path = kData / name;
+    if (!fs::exists(path)) return;
+    SCOPED_TRACE(name);
+    const auto m = Model::load(path.string());
+    try {
+      (void)make_gpu_forward(*m, {.n_ctx = 128, .n_seq = 1}, g);
+      ADD_FAILURE() << "not refused";
+    } catch (const ModelError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  GpuOptions g = no_gate();
+  g.tensor_parallel = 1;
+  // 64-value slices of the attention output are not whole Q4_K blocks.
+  refused("archs/llama3.q4_k_m.gguf", g, "whole blocks");
+  refused("archs/qwen3moe.q8_0.gguf", g, "mixtures of experts");
+  refused("archs/deepseek2.q4_k_m.gguf", g, "latent attention");
+  g.tensor_parallel = 2;
+  g.devices = {0, 0};
+  refused("archs/llama3.q8_0.gguf", g, "distinct GPUs");
+  g.devices = {0};
+  refused("archs/llama3.q8_0.gguf", g, "names 1 devices");
 }
 
 }  // namespace

@@ -45,9 +45,10 @@ def llama_bench(exe, f, args, raw):
     return out
 
 
-def llama_batched(exe, f, npl, raw):
+def llama_batched(exe, f, npl, raw, extra=()):
+    # llama-batched-bench spells the split mode like llama-bench.
     text = run([exe, "-m", f, "-ngl", "99", "-fa", "on", "-c", "8192", "-b", "2048", "-ub", "512",
-                "-npp", "16", "-ntg", "64", "-npl", ",".join(map(str, npl))], raw)
+                "-npp", "16", "-ntg", "64", "-npl", ",".join(map(str, npl))] + list(extra), raw)
     out = {}
     for line in text.splitlines():
         cols = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -85,8 +86,8 @@ def main():
                                  ["-p", "0", "-n", "128", "-d", "4096", "-r", "2"] + extra_theirs, raw)
             pairs.append((ours, theirs))
         if "seq" in tests:
-            ours = lamina(a.lamina, f, ["-p", "0", "-n", "0", "--sequences", "8,32,64", "-r", "2"], raw)
-            theirs = llama_batched(os.path.join(a.llama, "llama-batched-bench"), f, [8, 32, 64], raw)
+            ours = lamina(a.lamina, f, ["-p", "0", "-n", "0", "--sequences", "8,32,64", "-r", "2"] + extra_ours, raw)
+            theirs = llama_batched(os.path.join(a.llama, "llama-batched-bench"), f, [8, 32, 64], raw, extra_theirs)
             pairs.append((ours, theirs))
         for ours, theirs in pairs:
             for test in sorted(set(ours) & set(theirs)):

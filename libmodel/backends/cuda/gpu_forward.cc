@@ -21,8 +21,12 @@ cudaexec::ExecutorInputs executor_inputs(const Model& model, bool exact_activati
           .gelu_f16_table = exact_activations ? nullptr : host.gelu_f16_table()};
 }
 
-// The GPUs the layers are split over; empty for one GPU.
+// The GPUs the layers or tensors are split over; empty for one GPU.
 std::vector<int> split_devices(const GpuOptions& g) {
+  if (g.tensor_parallel > 0) {
+    if (g.split != SplitMode::None) throw ModelError("GPU options: a split mode and tensor parallelism at once");
+    return g.devices;
+  }
   if (g.split == SplitMode::None) return {};
   if (!g.devices.empty()) return g.devices;
   std::vector<int> all(static_cast<std::size_t>(cudaexec::device_count()));
@@ -37,6 +41,7 @@ class GpuForward final : public Forward {
         exec_(model.config(), model.weights(), executor_inputs(model, o.exact_activations, host),
               {.device = g.device,
                .devices = split_devices(g),
+               .tensor_parallel = g.tensor_parallel,
                .n_ctx = context_size(model.config(), o.n_ctx),
                .n_seq = o.n_seq,
                .kv_blocks = o.kv_blocks,
@@ -88,8 +93,8 @@ class GpuForward final : public Forward {
   std::size_t kv_cache_bytes() const override { return exec_.memory_use().kv_cache; }
   std::string backend_name() const override {
     const std::size_t n = exec_.devices().size();
-    return "CUDA (" + (n > 1 ? std::to_string(n) + " x " : std::string()) + exec_.device().name +
-           (n > 1 ? ", layers split" : "") + ")";
+    const std::string how = exec_.tensor_parallel() > 0 ? ", tensor parallel" : n > 1 ? ", layers split" : "";
+    return "CUDA (" + (n > 1 ? std::to_string(n) + " x " : std::string()) + exec_.device().name + how + ")";
   }
   std::string device_memory_report() const override {
     const auto per = exec_.memory_use_per_device();

@@ -29,6 +29,13 @@ struct LAMINA_CUDAEXEC_API ExecutorOptions {
   // order give the same bits as one GPU. A device named twice holds two
   // runs. Empty: `device` alone.
   std::vector<int> devices{};
+  // N > 0: tensor parallelism over N distinct GPUs (`devices`, or 0..N-1
+  // when empty; N = 1, 2 or 4): each holds its share of the heads, FFN
+  // columns, KV cache and vocabulary, the GPUs talk through NCCL (loaded at
+  // run time), and the results are bit-identical for every N (N = 1 runs
+  // the same arithmetic on one GPU; it differs from 0's in the order of the
+  // attention output's and down projection's sums). Dense models only.
+  uint32_t tensor_parallel = 0;
   uint32_t n_ctx = 4096;      // positions per sequence
   uint32_t n_seq = 1;         // sequence slots in the KV cache
   // Blocks of model::kKvBlockPositions positions in the KV cache's pool,
@@ -105,8 +112,9 @@ class LAMINA_CUDAEXEC_API Executor {
 
   // The first device's.
   const DeviceInfo& device() const;
-  // The devices in layer order (one for an executor on one GPU).
+  // The devices in layer order (one for an executor on one GPU), or in rank order.
   std::vector<int> devices() const;
+  uint32_t tensor_parallel() const;  // ExecutorOptions::tensor_parallel
   MemoryUse memory_use() const;  // all devices together
   std::vector<MemoryUse> memory_use_per_device() const;
   uint32_t n_ctx() const;

@@ -30,6 +30,11 @@ struct LAMINA_MODEL_API GpuOptions {
   // one GPU bit for bit.
   SplitMode split = SplitMode::None;
   std::vector<int> devices{};
+  // N > 0 (1, 2 or 4; without a split mode): the heads, FFN columns, KV
+  // cache and vocabulary split over N GPUs (`devices` in rank order, or the
+  // first N), which talk through NCCL; the results are bit-identical for
+  // every N (1 runs the same arithmetic on one GPU). Dense models only.
+  uint32_t tensor_parallel = 0;
   bool use_graphs = true;  // decode steps as CUDA graphs (eager when false)
   // At load, run a probe through the CPU and the GPU and refuse the GPU when
   // the last position's logits differ (cosine below the threshold).

@@ -36,6 +36,13 @@ const Case kCases[] = {
     {"window_below_tile", 4, 1, 16, 16, 0.0f, 5, KvType::F32},
     {"sinks_gqa4", 8, 2, 64, 64, 0.0f, 0, KvType::F32, true},
     {"sinks_window", 4, 1, 64, 64, 0.0f, 8, KvType::F16, true},
+    // q8_0 rows are read as blocks and dequantized in the kernels; the bound
+    // below holds unchanged, as the reference reads the same dequantized
+    // values and the kernels widen them exactly (d * q fits f32).
+    {"gqa7_q8_0", 14, 2, 64, 64, 0.0f, 0, KvType::Q8_0},
+    {"softcap_window_q8_0", 8, 2, 32, 32, 20.0f, 100, KvType::Q8_0},
+    {"sinks_window_q8_0", 4, 1, 64, 64, 0.0f, 8, KvType::Q8_0, true},
+    {"mha_wide_q8_0", 2, 2, 128, 96, 0.0f, 0, KvType::Q8_0},
 };
 
 struct Filled {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <string>
 #include <type_traits>
 
 #include "lamina/quant/thread_pool.h"
@@ -17,10 +18,17 @@ template <class Row>
 const Row* cache_rows(const KvCache& cache, bool value, uint32_t seq, uint32_t layer, uint32_t pos0) {
   if constexpr (std::is_same_v<Row, float>) {
     return value ? cache.v_rows_f32(seq, layer, pos0) : cache.k_rows_f32(seq, layer, pos0);
-  } else {
+  } else if constexpr (std::is_same_v<Row, uint16_t>) {
     return value ? cache.v_rows_f16(seq, layer, pos0) : cache.k_rows_f16(seq, layer, pos0);
+  } else {
+    return value ? cache.v_rows_q8_0(seq, layer, pos0) : cache.k_rows_q8_0(seq, layer, pos0);
   }
 }
+
+// Values per Row element: a q8_0 block holds 32 (the cache checks that
+// every head's slice is whole blocks).
+template <class Row>
+constexpr std::size_t kValuesPerRowElement = std::is_same_v<Row, quant::BlockQ8_0> ? quant::kQK : 1;
 
 // The first position a token at `pos` sees.
 uint32_t first_visible(const AttentionShape& shape, uint32_t pos) {
@@ -41,10 +49,13 @@ void Attention::run(const AttentionShape& shape, const KvCache& cache, uint32_t 
     if (s.acc.size() < n_queries * shape.head_dim_v) s.acc.resize(n_queries * shape.head_dim_v);
     if (s.max.size() < n_queries) s.max.resize(n_queries), s.sum.resize(n_queries);
   }
-  if (cache.type() == KvType::F16) {
-    run_rows<uint16_t>(shape, cache, layer, tokens, q, out, pool);
-  } else {
-    run_rows<float>(shape, cache, layer, tokens, q, out, pool);
+  if (cache.type() == KvType::Q8_0 && (shape.head_dim_k % quant::kQK != 0 || shape.head_dim_v % quant::kQK != 0))
+    throw ModelError("attention over a q8_0 KV cache: head dims " + std::to_string(shape.head_dim_k) + " and " +
+                     std::to_string(shape.head_dim_v) + " are not whole blocks of " + std::to_string(quant::kQK));
+  switch (cache.type()) {
+    case KvType::F32: return run_rows<float>(shape, cache, layer, tokens, q, out, pool);
+    case KvType::F16: return run_rows<uint16_t>(shape, cache, layer, tokens, q, out, pool);
+    case KvType::Q8_0: return run_rows<quant::BlockQ8_0>(shape, cache, layer, tokens, q, out, pool);
   }
 }
 
@@ -52,8 +63,9 @@ template <class Row>
 void Attention::run_rows(const AttentionShape& shape, const KvCache& cache, uint32_t layer,
                          std::span<const TokenInput> tokens, const float* q, float* out, quant::ThreadPool& pool) {
   const uint32_t group = shape.n_head / shape.n_head_kv;
-  const std::size_t k_dim = cache.k_dim();
-  const std::size_t v_stride = cache.v_stride();
+  constexpr std::size_t kUnit = kValuesPerRowElement<Row>;
+  const std::size_t k_stride = cache.k_dim() / kUnit;
+  const std::size_t v_stride = cache.v_stride() / kUnit;
   const std::size_t q_stride = std::size_t{shape.n_head} * shape.head_dim_k;
   const std::size_t out_stride = std::size_t{shape.n_head} * shape.head_dim_v;
   const std::size_t n_groups = (tokens.size() + kTokensPerGroup - 1) / kTokensPerGroup;
@@ -87,14 +99,14 @@ void Attention::run_rows(const AttentionShape& shape, const KvCache& cache, uint
           const uint32_t p1 = std::min(tile + kTilePositions, tok.pos + 1);
           if (p0 >= p1) continue;
           const uint32_t n = p1 - p0;
-          const Row* k = cache_rows<Row>(cache, false, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_k;
-          const Row* v = cache_rows<Row>(cache, true, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_v;
+          const Row* k = cache_rows<Row>(cache, false, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_k / kUnit;
+          const Row* v = cache_rows<Row>(cache, true, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_v / kUnit;
           for (uint32_t g = 0; g < group; ++g) {
             const std::size_t query = (t - t0) * group + g;
             const float* qh = q + t * q_stride + std::size_t{kv_head * group + g} * shape.head_dim_k;
             float* acc = s.acc.data() + query * shape.head_dim_v;
             float* scores = s.scores.data();
-            dot_rows(qh, k, k_dim, n, shape.head_dim_k, scores);
+            dot_rows(qh, k, k_stride, n, shape.head_dim_k, scores);
             float tile_max = -INFINITY;
             for (uint32_t j = 0; j < n; ++j) {
               float score = scores[j] * shape.scale;

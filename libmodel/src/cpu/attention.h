@@ -28,7 +28,7 @@ struct AttentionShape {
 
 // For each token t and head h: out[t][h] = softmax over visible cache
 // positions of (q[t][h] . k) * scale (and the head's sink, if any), times v. The cache's rows are read
-// where they lie, f32 or f16 (widened in registers).
+// where they lie, f32, f16 or q8_0 (widened or dequantized in registers).
 //
 // Tiled: the positions go by tiles of kTilePositions, starting at multiples
 // of it, and a softmax runs online over them (running max, sum and

@@ -3,13 +3,16 @@
 // plain loop it replaces, noted below; the scalar forms live beside them in
 // vector_kernels.cc and the tests compare the two on every target.
 //
-// The attention loops read KV rows as f32 or as f16 (IEEE binary16 bits, as
-// the cache stores them); f16 is widened in registers, exactly, so a row
-// gives the same result in either form once rounded to f16.
+// The attention loops read KV rows as f32, as f16 (IEEE binary16 bits, as
+// the cache stores them) or as q8_0 blocks; f16 is widened and q8_0
+// dequantized in registers, exactly (d * q fits f32), so a row gives the
+// same result in any form holding the same values.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "lamina/quant/blocks.h"
 
 namespace lamina::model::cpu {
 
@@ -20,7 +23,8 @@ namespace lamina::model::cpu {
 // them, rounded to f32); the tests bound the difference by the f32 rounding
 // error those sums can carry.
 
-// Row: float (rows of an f32 cache) or uint16_t (f16 bits).
+// Row: float (rows of an f32 cache), uint16_t (f16 bits) or
+// quant::BlockQ8_0 (stride counted in blocks, n a multiple of 32).
 // out[r] = sum a[i] * row_r[i], row_r = rows + r * stride, for r < n_rows.
 template <class Row>
 void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, float* out);
@@ -49,9 +53,10 @@ void silu_mul(const float* gate, const float* up, float* out, std::size_t n);
 namespace scalar {
 template <class Row>
 void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, double* out);
+// Values [i0, i0 + n) of the rows into acc[0, n).
 template <class Row>
-void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                     double* acc);
+void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t i0,
+                     std::size_t n, double* acc);
 // out[i] = exp(x[i] - shift) in double; returns their sum.
 double exp_shift_sum(const float* x, std::size_t n, float shift, double* out);
 void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n);

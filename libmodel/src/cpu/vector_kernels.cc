@@ -63,36 +63,18 @@ HWY_INLINE void FloatToHalf(D df, const float* HWY_RESTRICT x, uint16_t* HWY_RES
   hn::StoreU(hn::DemoteTo(du16, hn::Or(h, sign)), du16, out);
 }
 
-// f32 lanes of a KV row from value i on (i a multiple of the lane count),
-// widened from f16 or dequantized from q8_0 where the cache holds those.
+// f32 lanes of a KV row, widened from f16 where the cache holds f16.
 using DF32 = hn::ScalableTag<float>;
 using VF32 = hn::Vec<DF32>;
 struct RowsF32 {
   using T = float;
-  static HWY_INLINE VF32 Load(const T* HWY_RESTRICT row, size_t i) { return hn::LoadU(DF32(), row + i); }
-  static float Scalar(const T* row, size_t i) { return row[i]; }
+  static HWY_INLINE VF32 Load(const T* HWY_RESTRICT p) { return hn::LoadU(DF32(), p); }
+  static float Scalar(T x) { return x; }
 };
 struct RowsF16 {
   using T = uint16_t;
-  static HWY_INLINE VF32 Load(const T* HWY_RESTRICT row, size_t i) { return HalfToFloat(DF32(), row + i); }
-  static float Scalar(const T* row, size_t i) { return quant::f16_to_f32(row[i]); }
-};
-// d * q is exact in f32 (11 significant bits times 8), so a q8_0 row gives
-// the bits an f32 row of its dequantized values gives. A vector never
-// crosses a block: the lane count divides 32 and i is a multiple of it.
-struct RowsQ8_0 {
-  using T = quant::BlockQ8_0;
-  static_assert(hn::MaxLanes(DF32()) <= quant::kQK && quant::kQK % hn::MaxLanes(DF32()) == 0);
-  static HWY_INLINE VF32 Load(const T* HWY_RESTRICT row, size_t i) {
-    const DF32 df;
-    const T& block = row[i / quant::kQK];
-    const auto q = hn::PromoteTo(hn::RebindToSigned<DF32>(), hn::LoadU(hn::Rebind<int8_t, DF32>(), block.qs + i % quant::kQK));
-    return hn::Mul(hn::ConvertTo(df, q), hn::Set(df, quant::f16_to_f32(block.d)));
-  }
-  static float Scalar(const T* row, size_t i) {
-    const T& block = row[i / quant::kQK];
-    return quant::f16_to_f32(block.d) * block.qs[i % quant::kQK];
-  }
+  static HWY_INLINE VF32 Load(const T* HWY_RESTRICT p) { return HalfToFloat(DF32(), p); }
+  static float Scalar(T x) { return quant::f16_to_f32(x); }
 };
 
 #if HWY_TARGET == HWY_SCALAR
@@ -122,7 +104,7 @@ void AccumulateRows(const float* HWY_RESTRICT p, const typename Rows::T* HWY_RES
   for (size_t i = 0; i < n; i += kScalarChunk) {
     const size_t count = std::min(kScalarChunk, n - i);
     for (size_t k = 0; k < count; ++k) sums[k] = acc[i + k];
-    scalar::accumulate_rows(p, rows, stride, n_rows, i, count, sums);
+    scalar::accumulate_rows(p, rows + i, stride, n_rows, count, sums);
     for (size_t k = 0; k < count; ++k) acc[i + k] = static_cast<float>(sums[k]);
   }
 }
@@ -149,7 +131,7 @@ HWY_INLINE void DotRowsTile(const float* HWY_RESTRICT a, const typename Rows::T*
   size_t i = 0;
   for (; i + N <= n; i += N) {
     const VF32 x = hn::LoadU(df, a + i);
-    for (size_t r = 0; r < n_rows; ++r) sums[r] = hn::MulAdd(x, Rows::Load(rows + r * stride, i), sums[r]);
+    for (size_t r = 0; r < n_rows; ++r) sums[r] = hn::MulAdd(x, Rows::Load(rows + r * stride + i), sums[r]);
   }
   if (i < n) {
     HWY_ALIGN float a_tail[hn::MaxLanes(df)] = {};
@@ -157,7 +139,7 @@ HWY_INLINE void DotRowsTile(const float* HWY_RESTRICT a, const typename Rows::T*
     for (size_t k = i; k < n; ++k) a_tail[k - i] = a[k];
     const VF32 x = hn::Load(df, a_tail);
     for (size_t r = 0; r < n_rows; ++r) {
-      for (size_t k = i; k < n; ++k) row_tail[k - i] = Rows::Scalar(rows + r * stride, k);
+      for (size_t k = i; k < n; ++k) row_tail[k - i] = Rows::Scalar(rows[r * stride + k]);
       sums[r] = hn::MulAdd(x, hn::Load(df, row_tail), sums[r]);
     }
   }
@@ -189,7 +171,7 @@ void DotRows(const float* HWY_RESTRICT a, const typename Rows::T* HWY_RESTRICT r
 // the multiply-adds are not one chain per vector.
 template <class Rows, size_t K>
 HWY_INLINE void AccumulateChunk(const float* HWY_RESTRICT p, const typename Rows::T* HWY_RESTRICT rows,
-                                size_t stride, size_t n_rows, size_t i0, float* HWY_RESTRICT acc) {
+                                size_t stride, size_t n_rows, float* HWY_RESTRICT acc) {
   const DF32 df;
   const size_t N = hn::Lanes(df);
   constexpr size_t kBanks = K <= 4 ? 2 : 1;
@@ -203,12 +185,12 @@ HWY_INLINE void AccumulateChunk(const float* HWY_RESTRICT p, const typename Rows
     for (size_t b = 0; b < kBanks; ++b) {
       const VF32 vp = hn::Set(df, p[j + b]);
       const typename Rows::T* row = rows + (j + b) * stride;
-      for (size_t k = 0; k < K; ++k) sums[b][k] = hn::MulAdd(vp, Rows::Load(row, i0 + k * N), sums[b][k]);
+      for (size_t k = 0; k < K; ++k) sums[b][k] = hn::MulAdd(vp, Rows::Load(row + k * N), sums[b][k]);
     }
   }
   for (; j < n_rows; ++j) {
     const VF32 vp = hn::Set(df, p[j]);
-    for (size_t k = 0; k < K; ++k) sums[0][k] = hn::MulAdd(vp, Rows::Load(rows + j * stride, i0 + k * N), sums[0][k]);
+    for (size_t k = 0; k < K; ++k) sums[0][k] = hn::MulAdd(vp, Rows::Load(rows + j * stride + k * N), sums[0][k]);
   }
   for (size_t k = 0; k < K; ++k) {
     if constexpr (kBanks == 2) sums[0][k] = hn::Add(sums[0][k], sums[1][k]);
@@ -221,12 +203,12 @@ void AccumulateRows(const float* HWY_RESTRICT p, const typename Rows::T* HWY_RES
                     size_t n_rows, size_t n, float* HWY_RESTRICT acc) {
   const size_t N = hn::Lanes(DF32());
   size_t i = 0;
-  for (; i + 8 * N <= n; i += 8 * N) AccumulateChunk<Rows, 8>(p, rows, stride, n_rows, i, acc + i);
-  if (i + 4 * N <= n) AccumulateChunk<Rows, 4>(p, rows, stride, n_rows, i, acc + i), i += 4 * N;
-  if (i + 2 * N <= n) AccumulateChunk<Rows, 2>(p, rows, stride, n_rows, i, acc + i), i += 2 * N;
-  if (i + N <= n) AccumulateChunk<Rows, 1>(p, rows, stride, n_rows, i, acc + i), i += N;
+  for (; i + 8 * N <= n; i += 8 * N) AccumulateChunk<Rows, 8>(p, rows + i, stride, n_rows, acc + i);
+  if (i + 4 * N <= n) AccumulateChunk<Rows, 4>(p, rows + i, stride, n_rows, acc + i), i += 4 * N;
+  if (i + 2 * N <= n) AccumulateChunk<Rows, 2>(p, rows + i, stride, n_rows, acc + i), i += 2 * N;
+  if (i + N <= n) AccumulateChunk<Rows, 1>(p, rows + i, stride, n_rows, acc + i), i += N;
   for (; i < n; ++i) {
-    for (size_t j = 0; j < n_rows; ++j) acc[i] = std::fma(p[j], Rows::Scalar(rows + j * stride, i), acc[i]);
+    for (size_t j = 0; j < n_rows; ++j) acc[i] = std::fma(p[j], Rows::Scalar(rows[j * stride + i]), acc[i]);
   }
 }
 
@@ -243,13 +225,6 @@ void AccumulateRowsF32(const float* p, const float* rows, size_t stride, size_t 
 }
 void AccumulateRowsF16(const float* p, const uint16_t* rows, size_t stride, size_t n_rows, size_t n, float* acc) {
   AccumulateRows<RowsF16>(p, rows, stride, n_rows, n, acc);
-}
-void DotRowsQ8_0(const float* a, const quant::BlockQ8_0* rows, size_t stride, size_t n_rows, size_t n, float* out) {
-  DotRows<RowsQ8_0>(a, rows, stride, n_rows, n, out);
-}
-void AccumulateRowsQ8_0(const float* p, const quant::BlockQ8_0* rows, size_t stride, size_t n_rows, size_t n,
-                        float* acc) {
-  AccumulateRows<RowsQ8_0>(p, rows, stride, n_rows, n, acc);
 }
 
 // x[i] = exp(x[i] - shift); returns the sum of the new x, lanes first (a
@@ -306,6 +281,28 @@ void F16ToF32Row(const uint16_t* HWY_RESTRICT x, float* HWY_RESTRICT out, size_t
   }
 }
 
+// d * q in vector lanes (exact: an 11-bit significand times an 8-bit
+// integer), the block's scale widened once per block.
+void DequantizeQ8_0Rows(const quant::BlockQ8_0* HWY_RESTRICT rows, size_t stride, size_t n_rows, size_t n,
+                        float* HWY_RESTRICT out) {
+  const DF32 df;
+  const hn::Rebind<int8_t, DF32> d8;
+  const hn::RebindToSigned<DF32> di;
+  constexpr size_t N = hn::MaxLanes(DF32());
+  static_assert(quant::kQK % N == 0, "a vector never crosses a block");
+  for (size_t r = 0; r < n_rows; ++r) {
+    const quant::BlockQ8_0* row = rows + r * stride;
+    float* o = out + r * n;
+    for (size_t b = 0; b < n / quant::kQK; ++b) {
+      const VF32 scale = hn::Set(df, quant::f16_to_f32(row[b].d));
+      for (size_t j = 0; j < static_cast<size_t>(quant::kQK); j += N) {
+        const VF32 q = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, row[b].qs + j)));
+        hn::StoreU(hn::Mul(q, scale), df, o + b * quant::kQK + j);
+      }
+    }
+  }
+}
+
 void SiluMul(const float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, float* HWY_RESTRICT out, size_t n) {
   const DD dd;
   const DF df;
@@ -344,11 +341,10 @@ HWY_EXPORT(DotRowsF32);
 HWY_EXPORT(DotRowsF16);
 HWY_EXPORT(AccumulateRowsF32);
 HWY_EXPORT(AccumulateRowsF16);
-HWY_EXPORT(DotRowsQ8_0);
-HWY_EXPORT(AccumulateRowsQ8_0);
 HWY_EXPORT(ExpShiftSum);
 HWY_EXPORT(F32ToF16Row);
 HWY_EXPORT(F16ToF32Row);
+HWY_EXPORT(DequantizeQ8_0Rows);
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(TargetName);
 
@@ -356,10 +352,8 @@ template <class Row>
 void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, float* out) {
   if constexpr (std::is_same_v<Row, float>) {
     HWY_DYNAMIC_DISPATCH(DotRowsF32)(a, rows, stride, n_rows, n, out);
-  } else if constexpr (std::is_same_v<Row, uint16_t>) {
-    HWY_DYNAMIC_DISPATCH(DotRowsF16)(a, rows, stride, n_rows, n, out);
   } else {
-    HWY_DYNAMIC_DISPATCH(DotRowsQ8_0)(a, rows, stride, n_rows, n, out);
+    HWY_DYNAMIC_DISPATCH(DotRowsF16)(a, rows, stride, n_rows, n, out);
   }
 }
 template <class Row>
@@ -367,21 +361,21 @@ void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::s
                      float* acc) {
   if constexpr (std::is_same_v<Row, float>) {
     HWY_DYNAMIC_DISPATCH(AccumulateRowsF32)(p, rows, stride, n_rows, n, acc);
-  } else if constexpr (std::is_same_v<Row, uint16_t>) {
-    HWY_DYNAMIC_DISPATCH(AccumulateRowsF16)(p, rows, stride, n_rows, n, acc);
   } else {
-    HWY_DYNAMIC_DISPATCH(AccumulateRowsQ8_0)(p, rows, stride, n_rows, n, acc);
+    HWY_DYNAMIC_DISPATCH(AccumulateRowsF16)(p, rows, stride, n_rows, n, acc);
   }
 }
 template void dot_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, float*);
 template void dot_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, float*);
 template void accumulate_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, float*);
 template void accumulate_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, float*);
-template void dot_rows(const float*, const quant::BlockQ8_0*, std::size_t, std::size_t, std::size_t, float*);
-template void accumulate_rows(const float*, const quant::BlockQ8_0*, std::size_t, std::size_t, std::size_t, float*);
 float exp_shift_sum(float* x, std::size_t n, float shift) { return HWY_DYNAMIC_DISPATCH(ExpShiftSum)(x, n, shift); }
 void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n) { HWY_DYNAMIC_DISPATCH(F32ToF16Row)(x, out, n); }
 void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n) { HWY_DYNAMIC_DISPATCH(F16ToF32Row)(x, out, n); }
+void dequantize_q8_0_rows(const quant::BlockQ8_0* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                          float* out) {
+  HWY_DYNAMIC_DISPATCH(DequantizeQ8_0Rows)(rows, stride, n_rows, n, out);
+}
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, out, n);
 }
@@ -389,13 +383,8 @@ const char* vector_kernels_target() { return HWY_DYNAMIC_DISPATCH(TargetName)();
 
 namespace scalar {
 namespace {
-// Value i of a row.
-double widen(const float* row, std::size_t i) { return row[i]; }
-double widen(const uint16_t* row, std::size_t i) { return quant::f16_to_f32(row[i]); }
-double widen(const quant::BlockQ8_0* row, std::size_t i) {
-  const quant::BlockQ8_0& block = row[i / quant::kQK];
-  return double{quant::f16_to_f32(block.d)} * block.qs[i % quant::kQK];
-}
+double widen(float x) { return x; }
+double widen(uint16_t h) { return quant::f16_to_f32(h); }
 
 }  // namespace
 
@@ -403,25 +392,21 @@ template <class Row>
 void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, double* out) {
   for (std::size_t r = 0; r < n_rows; ++r) {
     double sum = 0.0;
-    for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(a[i]) * widen(rows + r * stride, i);
+    for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(a[i]) * widen(rows[r * stride + i]);
     out[r] = sum;
   }
 }
 template <class Row>
-void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t i0,
-                     std::size_t n, double* acc) {
+void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     double* acc) {
   for (std::size_t r = 0; r < n_rows; ++r) {
-    for (std::size_t i = 0; i < n; ++i) acc[i] += static_cast<double>(p[r]) * widen(rows + r * stride, i0 + i);
+    for (std::size_t i = 0; i < n; ++i) acc[i] += static_cast<double>(p[r]) * widen(rows[r * stride + i]);
   }
 }
 template void dot_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, double*);
 template void dot_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, double*);
-template void dot_rows(const float*, const quant::BlockQ8_0*, std::size_t, std::size_t, std::size_t, double*);
-template void accumulate_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, std::size_t, double*);
-template void accumulate_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, std::size_t,
-                              double*);
-template void accumulate_rows(const float*, const quant::BlockQ8_0*, std::size_t, std::size_t, std::size_t,
-                              std::size_t, double*);
+template void accumulate_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, double*);
+template void accumulate_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, double*);
 
 double exp_shift_sum(const float* x, std::size_t n, float shift, double* out) {
   double sum = 0.0;

@@ -3,10 +3,9 @@
 // plain loop it replaces, noted below; the scalar forms live beside them in
 // vector_kernels.cc and the tests compare the two on every target.
 //
-// The attention loops read KV rows as f32, as f16 (IEEE binary16 bits, as
-// the cache stores them) or as q8_0 blocks; f16 is widened and q8_0
-// dequantized in registers, exactly (d * q fits f32), so a row gives the
-// same result in any form holding the same values.
+// The attention loops read KV rows as f32 or as f16 (IEEE binary16 bits, as
+// the cache stores them); f16 is widened in registers, exactly, so a row
+// gives the same result in either form once rounded to f16.
 #pragma once
 
 #include <cstddef>
@@ -23,8 +22,7 @@ namespace lamina::model::cpu {
 // them, rounded to f32); the tests bound the difference by the f32 rounding
 // error those sums can carry.
 
-// Row: float (rows of an f32 cache), uint16_t (f16 bits) or
-// quant::BlockQ8_0 (stride counted in blocks, n a multiple of 32).
+// Row: float (rows of an f32 cache) or uint16_t (f16 bits).
 // out[r] = sum a[i] * row_r[i], row_r = rows + r * stride, for r < n_rows.
 template <class Row>
 void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, float* out);
@@ -43,6 +41,12 @@ float exp_shift_sum(float* x, std::size_t n, float shift);
 void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n);
 void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n);
 
+// Rows of a q8_0 KV cache to f32: out[r][i] = d * q of value i of row r
+// (rows `stride` blocks apart, n values each, n a multiple of 32), exact in
+// f32, so bit-identical to quant::dequantize_row_ref on every target.
+void dequantize_q8_0_rows(const quant::BlockQ8_0* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                          float* out);
+
 // out[i] = float(g / (1 + exp(-g))) * up[i] with g = gate[i] in double: the
 // SiLU-gated product of the FFN. exp is Highway's (within 1 ulp in double of
 // the correctly rounded value), so a result may differ from the scalar
@@ -53,10 +57,9 @@ void silu_mul(const float* gate, const float* up, float* out, std::size_t n);
 namespace scalar {
 template <class Row>
 void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, double* out);
-// Values [i0, i0 + n) of the rows into acc[0, n).
 template <class Row>
-void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t i0,
-                     std::size_t n, double* acc);
+void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                     double* acc);
 // out[i] = exp(x[i] - shift) in double; returns their sum.
 double exp_shift_sum(const float* x, std::size_t n, float shift, double* out);
 void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n);

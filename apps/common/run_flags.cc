@@ -16,7 +16,9 @@ void add_run_flags(CLI::App& app, RunFlags& f, unsigned which) {
   app.add_option("-b,--batch-size", f.batch_size, "tokens per forward step")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
-  app.add_option("--kv-type", f.kv_type, "KV cache type")->check(CLI::IsMember({"f32", "f16"}))->capture_default_str();
+  app.add_option("--kv-type", f.kv_type, "KV cache type (q8_0: blocks of 32 int8 and a scale, CPU only)")
+      ->check(CLI::IsMember({"f32", "f16", "q8_0"}))
+      ->capture_default_str();
   app.add_option("--device", f.device, "compute device: cpu, cuda or auto (cuda when it works)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
       ->capture_default_str();
@@ -64,7 +66,9 @@ model::ForwardOptions forward_options(const RunFlags& f, uint32_t n_seq) {
   fo.n_threads = f.n_threads;
   fo.max_batch = f.batch_size;
   fo.pack_weights = f.pack_weights;
-  fo.kv_type = f.kv_type == "f16" ? model::KvType::F16 : model::KvType::F32;
+  fo.kv_type = f.kv_type == "f16"    ? model::KvType::F16
+                : f.kv_type == "q8_0" ? model::KvType::Q8_0
+                                      : model::KvType::F32;
   fo.kv_blocks = model::kv_blocks_for(f.kv_size);
   return fo;
 }

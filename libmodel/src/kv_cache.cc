@@ -6,6 +6,7 @@
 
 #include "cpu/vector_kernels.h"
 #include "lamina/model/forward.h"
+#include "lamina/quant/reference.h"
 
 namespace lamina::model {
 
@@ -16,19 +17,28 @@ KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options)
       k_dim_(config.k_dim()),
       v_dim_(config.v_dim()),
       values_in_keys_(config.latent_attention()),
-      type_(options.type),
-      elem_bytes_(options.type == KvType::F32 ? 4 : 2) {
+      type_(options.type) {
   if (n_ctx_ == 0 || n_seq_ == 0) throw ModelError("KV cache needs at least one position and one sequence");
   if (values_in_keys_ && v_dim_ > k_dim_) throw ModelError("KV cache: values stored in keys must not be wider");
+  if (type_ == KvType::Q8_0) {
+    // Each head's slice of a row must be whole blocks for attention to read
+    // it where it lies.
+    const uint32_t k_unit = values_in_keys_ ? k_dim_ : config.head_dim_k;
+    const uint32_t v_unit = values_in_keys_ ? v_dim_ : config.head_dim_v;
+    if (k_unit % quant::kQK != 0 || v_unit % quant::kQK != 0)
+      throw ModelError("the q8_0 KV cache needs head dims divisible by " + std::to_string(quant::kQK) +
+                       "; this model's K head dim is " + std::to_string(k_unit) + " and V head dim " +
+                       std::to_string(v_unit) + " (use --kv-type f16)");
+  }
   const uint32_t per_seq = kv_blocks_for(n_ctx_);
   const bool own_runs = options.n_blocks == 0;
   n_blocks_ = own_runs ? per_seq * n_seq_ : options.n_blocks;
   if (own_runs && n_blocks_ / n_seq_ != per_seq)
     throw ModelError("KV cache: " + std::to_string(n_seq_) + " slots of " + std::to_string(n_ctx_) +
                      " positions need more than 2^32 blocks");
-  block_k_bytes_ = std::size_t{n_layer_} * kKvBlockPositions * k_dim_ * elem_bytes_;
+  block_k_bytes_ = std::size_t{n_layer_} * kKvBlockPositions * row_bytes(k_dim_);
   const std::size_t block_v_bytes =
-      values_in_keys_ ? 0 : std::size_t{n_layer_} * kKvBlockPositions * v_dim_ * elem_bytes_;
+      values_in_keys_ ? 0 : std::size_t{n_layer_} * kKvBlockPositions * row_bytes(v_dim_);
   block_bytes_ = block_k_bytes_ + block_v_bytes;
   storage_.resize(block_bytes_ * n_blocks_);
   tables_.resize(n_seq_);
@@ -66,11 +76,20 @@ void KvCache::check_positions(std::span<const TokenInput> batch) const {
   }
 }
 
+std::size_t KvCache::row_bytes(std::size_t dim) const {
+  switch (type_) {
+    case KvType::F32: return dim * sizeof(float);
+    case KvType::F16: return dim * sizeof(uint16_t);
+    case KvType::Q8_0: return dim / quant::kQK * sizeof(quant::BlockQ8_0);
+  }
+  throw ModelError("KV cache: unknown type " + std::to_string(static_cast<int>(type_)));
+}
+
 std::size_t KvCache::block_offset(bool value, uint32_t block, uint32_t layer, uint32_t pos_in_block) const {
   if (values_in_keys_) value = false;
   const std::size_t dim = value ? v_dim_ : k_dim_;
   return block_bytes_ * block + (value ? block_k_bytes_ : 0) +
-         (std::size_t{layer} * kKvBlockPositions + pos_in_block) * dim * elem_bytes_;
+         (std::size_t{layer} * kKvBlockPositions + pos_in_block) * row_bytes(dim);
 }
 
 std::size_t KvCache::offset(bool value, uint32_t seq, uint32_t layer, uint32_t pos) const {
@@ -85,7 +104,7 @@ void KvCache::copy_block(uint32_t src, uint32_t dst, uint32_t n_pos) {
   if (src == dst || n_pos == 0) return;
   for (const bool value : {false, true}) {
     if (value && values_in_keys_) continue;
-    const std::size_t bytes = std::size_t{n_pos} * (value ? v_dim_ : k_dim_) * elem_bytes_;
+    const std::size_t bytes = std::size_t{n_pos} * row_bytes(value ? v_dim_ : k_dim_);
     for (uint32_t layer = 0; layer < n_layer_; ++layer)
       std::memcpy(storage_.data() + block_offset(value, dst, layer, 0),
                   storage_.data() + block_offset(value, src, layer, 0), bytes);
@@ -96,11 +115,11 @@ void KvCache::store(bool value, uint32_t seq, uint32_t layer, uint32_t pos, cons
   if (value && values_in_keys_) throw ModelError("KV cache: this model's values are stored with its keys");
   const std::size_t dim = value ? v_dim_ : k_dim_;
   std::byte* dst = storage_.data() + offset(value, seq, layer, pos);
-  if (type_ == KvType::F32) {
-    std::memcpy(dst, src, dim * sizeof(float));
-    return;
+  switch (type_) {
+    case KvType::F32: std::memcpy(dst, src, dim * sizeof(float)); return;
+    case KvType::F16: cpu::f32_to_f16_row(src, reinterpret_cast<uint16_t*>(dst), dim); return;
+    case KvType::Q8_0: quant::quantize_row_ref(quant::QuantFormat::Q8_0, src, dst, dim); return;
   }
-  cpu::f32_to_f16_row(src, reinterpret_cast<uint16_t*>(dst), dim);
 }
 
 void KvCache::load(bool value, uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const {
@@ -110,10 +129,10 @@ void KvCache::load(bool value, uint32_t seq, uint32_t layer, uint32_t pos0, uint
   for (uint32_t i = 0; i < n_pos; ++i) {
     const std::byte* src = storage_.data() + offset(value, seq, layer, pos0 + i);
     float* row = out + std::size_t{i} * dim;
-    if (type_ == KvType::F32) {
-      std::memcpy(row, src, dim * sizeof(float));
-    } else {
-      cpu::f16_to_f32_row(reinterpret_cast<const uint16_t*>(src), row, dim);
+    switch (type_) {
+      case KvType::F32: std::memcpy(row, src, dim * sizeof(float)); break;
+      case KvType::F16: cpu::f16_to_f32_row(reinterpret_cast<const uint16_t*>(src), row, dim); break;
+      case KvType::Q8_0: quant::dequantize_row_ref(quant::QuantFormat::Q8_0, src, row, dim); break;
     }
   }
 }
@@ -141,6 +160,13 @@ const uint16_t* KvCache::k_rows_f16(uint32_t seq, uint32_t layer, uint32_t pos0)
 }
 const uint16_t* KvCache::v_rows_f16(uint32_t seq, uint32_t layer, uint32_t pos0) const {
   return reinterpret_cast<const uint16_t*>(rows_of_type(KvType::F16, true, seq, layer, pos0));
+}
+
+const quant::BlockQ8_0* KvCache::k_rows_q8_0(uint32_t seq, uint32_t layer, uint32_t pos0) const {
+  return reinterpret_cast<const quant::BlockQ8_0*>(rows_of_type(KvType::Q8_0, false, seq, layer, pos0));
+}
+const quant::BlockQ8_0* KvCache::v_rows_q8_0(uint32_t seq, uint32_t layer, uint32_t pos0) const {
+  return reinterpret_cast<const quant::BlockQ8_0*>(rows_of_type(KvType::Q8_0, true, seq, layer, pos0));
 }
 
 }  // namespace lamina::model

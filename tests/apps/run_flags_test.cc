@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "run_flags.h"
@@ -35,6 +36,17 @@ TEST(RunFlags, MapOntoTheLibraryOptions) {
   EXPECT_EQ(gpu.parity_min_cosine, 0.5);
   EXPECT_FALSE(gpu.use_graphs);
   EXPECT_EQ(device(flags), model::Device::Auto);
+}
+
+TEST(RunFlags, EveryKvTypeMaps) {
+  for (const auto& [name, type] : {std::pair{"f32", model::KvType::F32}, std::pair{"f16", model::KvType::F16},
+                                   std::pair{"q8_0", model::KvType::Q8_0}}) {
+    CLI::App app;
+    RunFlags flags;
+    add_run_flags(app, flags);
+    parse(app, {"--kv-type", name});
+    EXPECT_EQ(forward_options(flags).kv_type, type) << name;
+  }
 }
 
 TEST(RunFlags, DefaultsAreTheLibrarysOwn) {

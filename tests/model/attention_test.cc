@@ -26,6 +26,7 @@ struct Case {
   uint32_t window;
   KvType type;
   bool sinks = false;  // gpt-oss's per-head sink logits
+  bool latent = false;  // deepseek2's layout: V is the head of each K row
 };
 
 const Case kCases[] = {
@@ -36,6 +37,15 @@ const Case kCases[] = {
     {"window_below_tile", 4, 1, 16, 16, 0.0f, 5, KvType::F32},
     {"sinks_gqa4", 8, 2, 64, 64, 0.0f, 0, KvType::F32, true},
     {"sinks_window", 4, 1, 64, 64, 0.0f, 8, KvType::F16, true},
+    // q8_0 rows are read as blocks and dequantized in the kernels; the bound
+    // below holds unchanged, as the reference reads the same dequantized
+    // values and the kernels widen them exactly (d * q fits f32).
+    {"gqa7_q8_0", 14, 2, 64, 64, 0.0f, 0, KvType::Q8_0},
+    {"softcap_window_q8_0", 8, 2, 32, 32, 20.0f, 100, KvType::Q8_0},
+    {"sinks_window_q8_0", 4, 1, 64, 64, 0.0f, 8, KvType::Q8_0, true},
+    {"mha_wide_q8_0", 2, 2, 128, 96, 0.0f, 0, KvType::Q8_0},
+    {"latent_f16", 4, 1, 160, 128, 0.0f, 0, KvType::F16, false, true},
+    {"latent_q8_0", 4, 1, 160, 128, 0.0f, 0, KvType::Q8_0, false, true},
 };
 
 struct Filled {
@@ -58,6 +68,7 @@ Filled make_setup(const Case& c) {
   config.n_head_kv = c.n_head_kv;
   config.head_dim_k = c.head_dim_k;
   config.head_dim_v = c.head_dim_v;
+  if (c.latent) config.mla.kv_lora_rank = c.head_dim_v;  // one KV head; the cache stores K rows only
   const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim_k, c.head_dim_v,
                              1.0f / std::sqrt(static_cast<float>(c.head_dim_k)), c.softcap, c.window};
   Filled s{config, shape, KvCache(config, {kCtx, 2, c.type}), {}, {}, {}};
@@ -77,7 +88,7 @@ Filled make_setup(const Case& c) {
         for (float& x : k) x = 2.5f * normal(rng);
         for (float& x : v) x = normal(rng);
         s.cache.store_k(seq, layer, pos, k.data());
-        s.cache.store_v(seq, layer, pos, v.data());
+        if (!c.latent) s.cache.store_v(seq, layer, pos, v.data());
       }
     }
   }

@@ -80,6 +80,20 @@ TEST(BackendModule, MissingModuleIsNamedAndAutoFallsBackToTheCpu) {
   EXPECT_THROW((void)make_forward(*m, {.n_ctx = 32}, Device::Cuda, gpu), ModelError);
 }
 
+// The q8_0 KV cache has CPU kernels only: libmodel refuses it for the GPU
+// before looking for a module, whether or not one would load.
+TEST(BackendModule, Q8_0KvCacheIsRefusedForTheGpu) {
+  const auto m = load_model();
+  if (!m) GTEST_SKIP() << "no " << kModel;
+  try {
+    (void)make_gpu_forward(*m, {.n_ctx = 32, .kv_type = KvType::Q8_0}, GpuOptions{});
+    ADD_FAILURE() << "a q8_0 KV cache was accepted for the GPU";
+  } catch (const ModelError& e) {
+    EXPECT_EQ(contains(e.what(), "the q8_0 KV cache runs on the CPU only"), "");
+  }
+  EXPECT_THROW((void)make_forward(*m, {.n_ctx = 32, .kv_type = KvType::Q8_0}, Device::Cuda, GpuOptions{}), ModelError);
+}
+
 // By default the module is looked for beside liblamina-model.so, wherever
 // that is (here the build tree), never in a folder compiled in.
 TEST(BackendModule, DefaultFolderIsRelativeToTheLibrary) {

@@ -231,7 +231,7 @@ TEST_P(ArchModel, MatchesReferenceAndLlamaCpp) { check_reference_cases(); }
 // "qwen2.q4_k_m" -> "qwen2_q4_k_m" (gtest names allow no dots).
 std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string n = info.param;
-  for (char& ch : n) ch = ch == '.' ? '_' : ch;
+  for (char& ch : n) ch = ch == '.' || ch == '/' ? '_' : ch;
   return n;
 }
 
@@ -276,23 +276,27 @@ INSTANTIATE_TEST_SUITE_P(Archs, BaselineTarget,
 // one token at a time, interleaved with another sequence, in small chunks,
 // and on 1 or 2 threads. For a mixture of experts that includes the routing:
 // each token chooses its experts alone, whatever else shares its batch.
+// "model/q8_0": with a q8_0 KV cache (f16 otherwise).
 class ForwardInvariance : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ForwardInvariance, BatchingAndThreadsDoNotChangeLogits) {
-  const fs::path file = kData / "archs" / (GetParam() + ".gguf");
+  const std::string param = GetParam();
+  const std::size_t slash = param.find('/');
+  const KvType kv = slash == std::string::npos ? KvType::F16 : KvType::Q8_0;
+  const fs::path file = kData / "archs" / (param.substr(0, slash) + ".gguf");
   if (!fs::exists(file)) GTEST_SKIP() << "test data not found at " << kData;
   const auto model = Model::load(file);
   const std::vector<int32_t> a{1, 400, 37, 255, 88, 300, 12, 401, 5, 77};
   const std::vector<int32_t> b{1, 9, 99, 199, 299};
   const uint32_t V = model->config().n_vocab;
 
-  CpuForward whole(*model, {.n_ctx = 32, .n_threads = 2});
+  CpuForward whole(*model, {.n_ctx = 32, .kv_type = kv, .n_threads = 2});
   const auto expected = prompt_logits(whole, a);
 
-  CpuForward single(*model, {.n_ctx = 32, .n_threads = 1});
+  CpuForward single(*model, {.n_ctx = 32, .kv_type = kv, .n_threads = 1});
   EXPECT_EQ(token_by_token_logits(single, a), expected) << "token by token on 1 thread";
 
-  CpuForward mixed(*model, {.n_ctx = 32, .n_seq = 2, .max_batch = 3, .n_threads = 2});
+  CpuForward mixed(*model, {.n_ctx = 32, .n_seq = 2, .max_batch = 3, .kv_type = kv, .n_threads = 2});
   std::vector<TokenInput> batch;
   for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
     if (i < b.size()) batch.push_back({b[i], static_cast<uint32_t>(i), 1, true});
@@ -309,7 +313,8 @@ TEST_P(ForwardInvariance, BatchingAndThreadsDoNotChangeLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ForwardInvariance,
-                         ::testing::Values("qwen2.q4_k_m", "mixtral.q4_k_m", "gptoss.mxfp4_moe", "deepseek2.q4_k_m"),
+                         ::testing::Values("qwen2.q4_k_m", "mixtral.q4_k_m", "gptoss.mxfp4_moe", "deepseek2.q4_k_m",
+                                           "qwen2.q4_k_m/q8_0", "deepseek2.q4_k_m/q8_0"),
                          test_name);
 
 // Weights in a packed layout (quantized at load to each format that has

@@ -129,6 +129,9 @@ TEST_F(LatentVariants, CacheHoldsTheLatentOnly) {
     const std::size_t per_value = type == KvType::F16 ? 2 : 4;
     EXPECT_EQ(fwd.kv_cache_bytes(), std::size_t{kKvBlockPositions} * 2 * (128 + 32) * per_value);
   }
+  // q8_0: 34 bytes per 32 values.
+  CpuForward q8(*model, {.n_ctx = 64, .kv_type = KvType::Q8_0, .n_threads = 1});
+  EXPECT_EQ(q8.kv_cache_bytes(), std::size_t{kKvBlockPositions} * 2 * (128 + 32) / 32 * 34);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // CPU supports, against their scalar forms: the attention's f32 dots,
 // accumulation and exp within the rounding error f32 allows (f16 rows giving
 // the bits of the same f32 rows), the f16 conversions bit for bit, the
-// SiLU-gated product within one f32 rounding.
+// SiLU-gated product within one f32 rounding, q8_0 rows widened bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 
 #include "hwy/targets.h"
 #include "hwy/tests/hwy_gtest.h"
+#include "lamina/quant/reference.h"
 #include "vector_kernels.h"
 
 namespace lamina::model::cpu {
@@ -111,6 +112,29 @@ TEST_P(VectorKernels, AccumulateRowsWithinF32RoundingOfExact) {
         EXPECT_NEAR(got_f32[i], exact[i], sum_error_bound(n_rows, magnitude)) << "n=" << n << " i=" << i;
         EXPECT_EQ(std::memcmp(&got_f16[i], &got_f32[i], sizeof(float)), 0) << "f16 n=" << n << " i=" << i;
       }
+    }
+  }
+  expect_target();
+}
+
+// q8_0 rows, a head's slice of wider cache rows, widened as libquant's
+// reference dequantizer does, bit for bit (d * q is exact in f32); scales of
+// every kind, subnormal and zero included.
+TEST_P(VectorKernels, DequantizeQ8_0RowsBitIdenticalToReference) {
+  std::mt19937 rng(16);
+  for (std::size_t n : {32, 64, 128, 256}) {
+    for (std::size_t n_rows : {1, 3, 64}) {
+      const std::size_t stride = n / quant::kQK + 2;
+      std::vector<float> values = random_values(n_rows * stride * quant::kQK, rng, 3.0f);
+      values[0] = 1e-6f;                                        // a subnormal f16 scale
+      for (int i = 0; i < quant::kQK; ++i) values[quant::kQK + i] = 0.0f;  // a zero block
+      std::vector<quant::BlockQ8_0> rows(values.size() / quant::kQK);
+      quant::quantize_row_ref(quant::QuantFormat::Q8_0, values.data(), rows.data(), values.size());
+      std::vector<float> got(n_rows * n), want(n_rows * n);
+      dequantize_q8_0_rows(rows.data(), stride, n_rows, n, got.data());
+      for (std::size_t r = 0; r < n_rows; ++r)
+        quant::dequantize_row_ref(quant::QuantFormat::Q8_0, rows.data() + r * stride, want.data() + r * n, n);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "n=" << n << " rows " << n_rows;
     }
   }
   expect_target();

@@ -115,6 +115,10 @@ std::string gpu_description(const GpuOptions& gpu) {
 
 std::unique_ptr<Forward> make_gpu_forward(const Model& model, const ForwardOptions& options, const GpuOptions& gpu,
                                           ParityReport* report) {
+  // The GPU executor keeps its own f16 cache; a q8_0 one has no GPU kernels.
+  if (options.kv_type == KvType::Q8_0)
+    throw ModelError("the q8_0 KV cache runs on the CPU only: use --kv-type f16 (or f32) with the GPU, "
+                     "or --device cpu");
   const backend::Loaded& b = cuda_backend(gpu);
   if (!b.api) throw ModelError("the GPU is not available: " + b.error);
   if (b.api->device_count() == 0) throw ModelError("the GPU is not available: " + b.api->describe_devices());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <string>
 #include <type_traits>
 
 #include "lamina/quant/thread_pool.h"
@@ -22,6 +23,13 @@ const Row* cache_rows(const KvCache& cache, bool value, uint32_t seq, uint32_t l
   }
 }
 
+template <class Row>
+constexpr bool kQ8_0 = std::is_same_v<Row, quant::BlockQ8_0>;
+// What the dot and accumulate kernels read: the cache's f32 or f16 rows
+// where they lie, q8_0 rows widened to f32 first.
+template <class Row>
+using KernelRow = std::conditional_t<kQ8_0<Row>, float, Row>;
+
 // The first position a token at `pos` sees.
 uint32_t first_visible(const AttentionShape& shape, uint32_t pos) {
   return shape.window > 0 && pos + 1 > shape.window ? pos + 1 - shape.window : 0;
@@ -40,11 +48,18 @@ void Attention::run(const AttentionShape& shape, const KvCache& cache, uint32_t 
   for (auto& s : scratch_) {
     if (s.acc.size() < n_queries * shape.head_dim_v) s.acc.resize(n_queries * shape.head_dim_v);
     if (s.max.size() < n_queries) s.max.resize(n_queries), s.sum.resize(n_queries);
+    if (cache.type() == KvType::Q8_0) {
+      if (s.k_tile.size() < kTilePositions * shape.head_dim_k) s.k_tile.resize(kTilePositions * shape.head_dim_k);
+      if (s.v_tile.size() < kTilePositions * shape.head_dim_v) s.v_tile.resize(kTilePositions * shape.head_dim_v);
+    }
   }
-  if (cache.type() == KvType::F16) {
-    run_rows<uint16_t>(shape, cache, layer, tokens, q, out, pool);
-  } else {
-    run_rows<float>(shape, cache, layer, tokens, q, out, pool);
+  if (cache.type() == KvType::Q8_0 && (shape.head_dim_k % quant::kQK != 0 || shape.head_dim_v % quant::kQK != 0))
+    throw ModelError("attention over a q8_0 KV cache: head dims " + std::to_string(shape.head_dim_k) + " and " +
+                     std::to_string(shape.head_dim_v) + " are not whole blocks of " + std::to_string(quant::kQK));
+  switch (cache.type()) {
+    case KvType::F32: return run_rows<float>(shape, cache, layer, tokens, q, out, pool);
+    case KvType::F16: return run_rows<uint16_t>(shape, cache, layer, tokens, q, out, pool);
+    case KvType::Q8_0: return run_rows<quant::BlockQ8_0>(shape, cache, layer, tokens, q, out, pool);
   }
 }
 
@@ -52,8 +67,13 @@ template <class Row>
 void Attention::run_rows(const AttentionShape& shape, const KvCache& cache, uint32_t layer,
                          std::span<const TokenInput> tokens, const float* q, float* out, quant::ThreadPool& pool) {
   const uint32_t group = shape.n_head / shape.n_head_kv;
-  const std::size_t k_dim = cache.k_dim();
-  const std::size_t v_stride = cache.v_stride();
+  // Rows in the cache, K and V; q8_0 rows are whole blocks of 32 values.
+  constexpr std::size_t kUnit = kQ8_0<Row> ? quant::kQK : 1;
+  const std::size_t cache_k_stride = cache.k_dim() / kUnit;
+  const std::size_t cache_v_stride = cache.v_stride() / kUnit;
+  // Rows the kernels read: the cache's, or the widened tile's.
+  const std::size_t k_stride = kQ8_0<Row> ? shape.head_dim_k : cache_k_stride;
+  const std::size_t v_stride = kQ8_0<Row> ? shape.head_dim_v : cache_v_stride;
   const std::size_t q_stride = std::size_t{shape.n_head} * shape.head_dim_k;
   const std::size_t out_stride = std::size_t{shape.n_head} * shape.head_dim_v;
   const std::size_t n_groups = (tokens.size() + kTokensPerGroup - 1) / kTokensPerGroup;
@@ -75,6 +95,9 @@ void Attention::run_rows(const AttentionShape& shape, const KvCache& cache, uint
       std::fill(s.max.begin(), s.max.begin() + n_queries, -INFINITY);
       std::fill(s.sum.begin(), s.sum.begin() + n_queries, 0.0f);
       std::fill(s.acc.begin(), s.acc.begin() + n_queries * shape.head_dim_v, 0.0f);
+      // q8_0: rows [tile_start, tile_start + tile_rows) of slot tile_seq,
+      // this KV head's slice, widened in s.k_tile / s.v_tile.
+      uint32_t tile_seq = UINT32_MAX, tile_start = 0, tile_rows = 0;
       uint32_t lo = UINT32_MAX, hi = 0;
       for (std::size_t t = t0; t < t1; ++t) {
         lo = std::min(lo, first_visible(shape, tokens[t].pos));
@@ -87,14 +110,33 @@ void Attention::run_rows(const AttentionShape& shape, const KvCache& cache, uint
           const uint32_t p1 = std::min(tile + kTilePositions, tok.pos + 1);
           if (p0 >= p1) continue;
           const uint32_t n = p1 - p0;
-          const Row* k = cache_rows<Row>(cache, false, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_k;
-          const Row* v = cache_rows<Row>(cache, true, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_v;
+          const KernelRow<Row>* k;
+          const KernelRow<Row>* v;
+          if constexpr (kQ8_0<Row>) {
+            // Widened once per tile and slot for all the item's queries
+            // (the values exactly, so each query's sums are unchanged),
+            // from the tile's start up to the last row a query reads.
+            if (tok.seq != tile_seq || tile != tile_start) tile_seq = tok.seq, tile_start = tile, tile_rows = 0;
+            if (p1 - tile > tile_rows) {
+              const uint32_t from = tile + tile_rows, count = p1 - from;
+              dequantize_q8_0_rows(cache.k_rows_q8_0(tok.seq, layer, from) + kv_head * shape.head_dim_k / kUnit,
+                                   cache_k_stride, count, shape.head_dim_k, s.k_tile.data() + tile_rows * k_stride);
+              dequantize_q8_0_rows(cache.v_rows_q8_0(tok.seq, layer, from) + kv_head * shape.head_dim_v / kUnit,
+                                   cache_v_stride, count, shape.head_dim_v, s.v_tile.data() + tile_rows * v_stride);
+              tile_rows = p1 - tile;
+            }
+            k = s.k_tile.data() + (p0 - tile) * k_stride;
+            v = s.v_tile.data() + (p0 - tile) * v_stride;
+          } else {
+            k = cache_rows<Row>(cache, false, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_k;
+            v = cache_rows<Row>(cache, true, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_v;
+          }
           for (uint32_t g = 0; g < group; ++g) {
             const std::size_t query = (t - t0) * group + g;
             const float* qh = q + t * q_stride + std::size_t{kv_head * group + g} * shape.head_dim_k;
             float* acc = s.acc.data() + query * shape.head_dim_v;
             float* scores = s.scores.data();
-            dot_rows(qh, k, k_dim, n, shape.head_dim_k, scores);
+            dot_rows(qh, k, k_stride, n, shape.head_dim_k, scores);
             float tile_max = -INFINITY;
             for (uint32_t j = 0; j < n; ++j) {
               float score = scores[j] * shape.scale;

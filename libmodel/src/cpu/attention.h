@@ -28,7 +28,8 @@ struct AttentionShape {
 
 // For each token t and head h: out[t][h] = softmax over visible cache
 // positions of (q[t][h] . k) * scale (and the head's sink, if any), times v. The cache's rows are read
-// where they lie, f32 or f16 (widened in registers).
+// where they lie, f32 or f16 (widened in registers); q8_0 rows are widened
+// to f32 once per tile and KV head for all the queries of a group.
 //
 // Tiled: the positions go by tiles of kTilePositions, starting at multiples
 // of it, and a softmax runs online over them (running max, sum and
@@ -56,6 +57,7 @@ class Attention {
     Workspace scores;  // one tile's q . k, scaled and capped, then exp(score - max)
     Workspace acc;     // per query: the unnormalized output
     Workspace max, sum;  // per query: the running max and sum of exp(score - max)
+    Workspace k_tile, v_tile;  // q8_0: one tile's K and V rows of a KV head, widened to f32
   };
   template <class Row>
   void run_rows(const AttentionShape& shape, const KvCache& cache, uint32_t layer,

@@ -281,6 +281,28 @@ void F16ToF32Row(const uint16_t* HWY_RESTRICT x, float* HWY_RESTRICT out, size_t
   }
 }
 
+// d * q in vector lanes (exact: an 11-bit significand times an 8-bit
+// integer), the block's scale widened once per block.
+void DequantizeQ8_0Rows(const quant::BlockQ8_0* HWY_RESTRICT rows, size_t stride, size_t n_rows, size_t n,
+                        float* HWY_RESTRICT out) {
+  const DF32 df;
+  const hn::Rebind<int8_t, DF32> d8;
+  const hn::RebindToSigned<DF32> di;
+  constexpr size_t N = hn::MaxLanes(DF32());
+  static_assert(quant::kQK % N == 0, "a vector never crosses a block");
+  for (size_t r = 0; r < n_rows; ++r) {
+    const quant::BlockQ8_0* row = rows + r * stride;
+    float* o = out + r * n;
+    for (size_t b = 0; b < n / quant::kQK; ++b) {
+      const VF32 scale = hn::Set(df, quant::f16_to_f32(row[b].d));
+      for (size_t j = 0; j < static_cast<size_t>(quant::kQK); j += N) {
+        const VF32 q = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, row[b].qs + j)));
+        hn::StoreU(hn::Mul(q, scale), df, o + b * quant::kQK + j);
+      }
+    }
+  }
+}
+
 void SiluMul(const float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, float* HWY_RESTRICT out, size_t n) {
   const DD dd;
   const DF df;
@@ -322,6 +344,7 @@ HWY_EXPORT(AccumulateRowsF16);
 HWY_EXPORT(ExpShiftSum);
 HWY_EXPORT(F32ToF16Row);
 HWY_EXPORT(F16ToF32Row);
+HWY_EXPORT(DequantizeQ8_0Rows);
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(TargetName);
 
@@ -349,6 +372,10 @@ template void accumulate_rows(const float*, const uint16_t*, std::size_t, std::s
 float exp_shift_sum(float* x, std::size_t n, float shift) { return HWY_DYNAMIC_DISPATCH(ExpShiftSum)(x, n, shift); }
 void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n) { HWY_DYNAMIC_DISPATCH(F32ToF16Row)(x, out, n); }
 void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n) { HWY_DYNAMIC_DISPATCH(F16ToF32Row)(x, out, n); }
+void dequantize_q8_0_rows(const quant::BlockQ8_0* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                          float* out) {
+  HWY_DYNAMIC_DISPATCH(DequantizeQ8_0Rows)(rows, stride, n_rows, n, out);
+}
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, out, n);
 }

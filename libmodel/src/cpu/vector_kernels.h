@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lamina/quant/blocks.h"
+
 namespace lamina::model::cpu {
 
 // The attention's loops, in f32 with fused multiply-adds. Each result is
@@ -38,6 +40,12 @@ float exp_shift_sum(float* x, std::size_t n, float shift);
 // target.
 void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n);
 void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n);
+
+// Rows of a q8_0 KV cache to f32: out[r][i] = d * q of value i of row r
+// (rows `stride` blocks apart, n values each, n a multiple of 32), exact in
+// f32, so bit-identical to quant::dequantize_row_ref on every target.
+void dequantize_q8_0_rows(const quant::BlockQ8_0* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
+                          float* out);
 
 // out[i] = float(g / (1 + exp(-g))) * up[i] with g = gate[i] in double: the
 // SiLU-gated product of the FFN. exp is Highway's (within 1 ulp in double of

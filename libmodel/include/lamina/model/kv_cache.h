@@ -9,12 +9,15 @@
 
 #include "lamina/model/config.h"
 #include "lamina/model/export.h"
+#include "lamina/quant/blocks.h"
 
 namespace lamina::model {
 
 struct TokenInput;
 
-enum class KvType { F32, F16 };
+// Q8_0: each row as GGUF q8_0 blocks of 32 values (an f16 scale and 32
+// int8), k_dim() / 32 * 34 bytes; CPU only, for head dims divisible by 32.
+enum class KvType { F32, F16, Q8_0 };
 
 // Positions per KV block. The CPU attention's tiles and the GPU attention's
 // spans never cross a block, so each reads its rows from one block.
@@ -37,7 +40,9 @@ struct LAMINA_MODEL_API KvCacheOptions {
 
 // A block holds, for every layer, kKvBlockPositions rows of K and of V
 // ([layer][pos][dim], K's layers first). Rows are written as f32; an F16
-// cache rounds them to nearest even on write. Slot `seq`'s position p lives
+// cache rounds them to nearest even on write, a Q8_0 cache quantizes them
+// as libquant's reference q8_0 quantizer does (each block of 32 by its
+// largest magnitude). Slot `seq`'s position p lives
 // in block table(seq)[p / kKvBlockPositions]; several slots may share a
 // block (positions they only read). Latent attention (deepseek2) stores K
 // only: its V is the first v_dim() values of each K row (the latent), so
@@ -72,12 +77,15 @@ class LAMINA_MODEL_API KvCache {
   void load_v(uint32_t seq, uint32_t layer, uint32_t pos0, uint32_t n_pos, float* out) const;
   // The rows from `pos0` to the end of its block as stored, k_dim() or
   // v_stride() values apart, for attention to read without a copy: f32 rows
-  // of an F32 cache, f16 bits of an F16 one; nullptr when the cache holds
-  // the other type.
+  // of an F32 cache, f16 bits of an F16 one, q8_0 blocks of a Q8_0 one
+  // (rows k_dim() / 32 or v_stride() / 32 blocks apart); nullptr when the
+  // cache holds another type.
   const float* k_rows_f32(uint32_t seq, uint32_t layer, uint32_t pos0) const;
   const float* v_rows_f32(uint32_t seq, uint32_t layer, uint32_t pos0) const;
   const uint16_t* k_rows_f16(uint32_t seq, uint32_t layer, uint32_t pos0) const;
   const uint16_t* v_rows_f16(uint32_t seq, uint32_t layer, uint32_t pos0) const;
+  const quant::BlockQ8_0* k_rows_q8_0(uint32_t seq, uint32_t layer, uint32_t pos0) const;
+  const quant::BlockQ8_0* v_rows_q8_0(uint32_t seq, uint32_t layer, uint32_t pos0) const;
   uint32_t k_dim() const { return k_dim_; }
   uint32_t v_dim() const { return v_dim_; }
   // Values between the starts of two V rows.
@@ -85,6 +93,7 @@ class LAMINA_MODEL_API KvCache {
   bool values_in_keys() const { return values_in_keys_; }
 
  private:
+  std::size_t row_bytes(std::size_t dim) const;
   std::size_t offset(bool value, uint32_t seq, uint32_t layer, uint32_t pos) const;
   std::size_t block_offset(bool value, uint32_t block, uint32_t layer, uint32_t pos_in_block) const;
   const std::byte* rows_of_type(KvType type, bool value, uint32_t seq, uint32_t layer, uint32_t pos0) const;
@@ -94,7 +103,6 @@ class LAMINA_MODEL_API KvCache {
   uint32_t n_layer_, n_ctx_, n_seq_, k_dim_, v_dim_;
   bool values_in_keys_;
   KvType type_;
-  std::size_t elem_bytes_;
   uint32_t n_blocks_ = 0;
   std::size_t block_k_bytes_ = 0;  // the K part of a block, all layers
   std::size_t block_bytes_ = 0;

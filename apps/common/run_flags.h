@@ -30,6 +30,7 @@ struct RunFlags {
   bool parity_check = true;
   double parity_min_cosine = 0;  // 0: by weight type
   bool pack_weights = true;      // CPU: rearrange weights for the faster kernels
+  bool pack_in_background = true;  // CPU: Q4_K/Q5_K packed by a background thread, not at load
   bool cuda_graphs = true;
   std::string backend_dir;  // folder of the CUDA backend module; empty: the installed one
 };

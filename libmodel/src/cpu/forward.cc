@@ -111,9 +111,17 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
     // The file's pages of a packed matrix leave resident memory (the tied
     // output's stay readable for the embedding lookups: they come back on use).
     const auto bytes = [](const Matrix& m) { return std::size_t{m.n_out} * m.row_bytes; };
-    linear.prepare(
-        matrices, [&](const Matrix& m) { model.file().release_pages(m.data, bytes(m)); },
-        [&](const Matrix& m) { model.file().read_ahead(m.data, bytes(m)); });
+    const gguf::GgufFile& file = model.file();
+    const auto release = [&file, bytes](const Matrix& m) { file.release_pages(m.data, bytes(m)); };
+    const auto read_ahead = [&file, bytes](const Matrix& m) { file.read_ahead(m.data, bytes(m)); };
+    if (options.pack_in_background) {
+      // The copies not yet swapped in sit beside the file's pages: a bound
+      // on the resident memory this adds.
+      constexpr std::size_t kMaxPendingBytes = std::size_t{256} << 20;
+      linear.prepare_in_background(matrices, release, read_ahead, kMaxPendingBytes);
+    } else {
+      linear.prepare(matrices, release, read_ahead);
+    }
   }
   options.n_ctx = cache.n_ctx();
   const std::size_t B = options.max_batch;
@@ -319,6 +327,8 @@ void CpuForward::State::ffn_block(uint32_t layer, std::size_t n) {
 
 void CpuForward::State::step(std::span<const TokenInput> batch, float* logits_out,
                              const std::function<void(int)>& after_layer, float* hidden_out) {
+  // Between steps: the only place packed copies come in (same bits).
+  linear.adopt_packed();
   const std::size_t n = batch.size();
   embed(batch);
   if (c.rope.kind != RopeKind::None) {

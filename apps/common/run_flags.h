@@ -45,7 +45,7 @@ enum RunFlag : unsigned {
 };
 
 // -c/--ctx-size, -t/--threads, -b/--batch-size, --kv-type, --device, --gpu,
-// --no-parity-check, --no-pack, --parity-min-cosine, --no-cuda-graphs.
+// --no-parity-check, --no-pack, --pack-at-load, --parity-min-cosine, --no-cuda-graphs.
 void add_run_flags(CLI::App& app, RunFlags& flags, unsigned which = kAllRunFlags);
 
 // --kv-size: for the apps that run several sequences through the engine,

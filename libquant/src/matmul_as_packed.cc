@@ -89,36 +89,25 @@ namespace lamina::quant::HWY_NAMESPACE {
 #if HWY_TARGET == HWY_AVX3_DL
 namespace dl {
 
-// The tile driver's kernel (simd_matmul_tiles-inl.h) with one f64 sum per
-// output: per block the exact integer sums, reduced (exact in any order),
-// then acc = fma(isum, d * da, acc) and acc = fma(-msum, dmin * da, acc), as
-// the packed kernels' lanes do (AddBlock).
-template <class Sums>
-struct AsPackedKernel {
-  using Block = typename Sums::Block;
+// The scaling of KernelK45 for the tile driver (simd_matmul_tiles-inl.h)
+// with one f64 sum per output: the exact integer sums reduced (exact in any
+// order), then acc = fma(isum, d * da, acc) and acc = fma(-msum, dmin * da,
+// acc), as the packed kernels' lanes do (AddBlock).
+struct ScaleAsPacked {
   using Acc = double;
-  static constexpr size_t kBlocksPerStep = 1;
   static constexpr size_t kWeightRows = 1;
   static constexpr size_t kRowTile = 4;
   static constexpr bool kSplitSums = false;
   static HWY_INLINE Acc Zero() { return 0.0; }
   static HWY_INLINE float Finish(const Acc& acc, const Acc&) { return static_cast<float>(acc); }
-  template <size_t R>
-  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
-    __m512i isum[R];
-    __m256i msum[R];
-    Sums::template Run<R>(w, rows, b, isum, msum);
-    const double d = _cvtsh_ss(w->d);
-    const double dmin = _cvtsh_ss(w->dmin);
-    for (size_t r = 0; r < R; ++r) {
-      const double da = rows[r].scales[b];
-      const __m256i m = msum[r];
-      const __m128i m4 = _mm_add_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
-      const __m128i m2 = _mm_add_epi32(m4, _mm_unpackhi_epi64(m4, m4));
-      const int32_t mins = _mm_cvtsi128_si32(m2) + _mm_extract_epi32(m2, 1);
-      acc[r] = std::fma(static_cast<double>(_mm512_reduce_add_epi32(isum[r])), d * da, acc[r]);
-      acc[r] = std::fma(-static_cast<double>(mins), dmin * da, acc[r]);
-    }
+  template <class Block>
+  static HWY_INLINE void Add(__m512i isum, __m256i msum, const Block& w, float da_f32, Acc& acc) {
+    const double da = da_f32;
+    const __m128i m4 = _mm_add_epi32(_mm256_castsi256_si128(msum), _mm256_extracti128_si256(msum, 1));
+    const __m128i m2 = _mm_add_epi32(m4, _mm_unpackhi_epi64(m4, m4));
+    const int32_t mins = _mm_cvtsi128_si32(m2) + _mm_extract_epi32(m2, 1);
+    acc = std::fma(static_cast<double>(_mm512_reduce_add_epi32(isum)), static_cast<double>(_cvtsh_ss(w.d)) * da, acc);
+    acc = std::fma(-static_cast<double>(mins), static_cast<double>(_cvtsh_ss(w.dmin)) * da, acc);
   }
 };
 
@@ -142,8 +131,10 @@ void MatMulAsPacked(QuantFormat format, const void* w, size_t n_out, size_t n_in
   const auto rows = [&](size_t begin, size_t end) {
 #if HWY_TARGET == HWY_AVX3_DL
     if (AsPackedSimd()) {
-      if (format == QuantFormat::Q4_K) return MatMulRows<dl::AsPackedKernel<dl::kq::SumsQ4_K>>(w, nb, n_out, begin, end, x, chunk, y);
-      return MatMulRows<dl::AsPackedKernel<dl::kq::SumsQ5_K>>(w, nb, n_out, begin, end, x, chunk, y);
+      using Q4_K = dl::KernelK45<dl::kq::SumsQ4_K, dl::ScaleAsPacked>;
+      using Q5_K = dl::KernelK45<dl::kq::SumsQ5_K, dl::ScaleAsPacked>;
+      if (format == QuantFormat::Q4_K) return MatMulRows<Q4_K>(w, nb, n_out, begin, end, x, chunk, y);
+      return MatMulRows<Q5_K>(w, nb, n_out, begin, end, x, chunk, y);
     }
 #endif
     (void)chunk;

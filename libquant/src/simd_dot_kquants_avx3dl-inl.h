@@ -139,27 +139,33 @@ struct SumsQ5_K {
 
 }  // namespace kq
 
-// Q4_K and Q5_K: the exact sums scaled in f32 lanes.
-template <class Sums>
-struct KernelK45 : KernelBase {
+// Q4_K and Q5_K: the exact sums of Sums, scaled by Scaling, which provides
+// the tile driver's Acc, Zero, Finish, kWeightRows, kRowTile, kSplitSums
+// and Add(isum, msum, block, da, acc).
+template <class Sums, class Scaling>
+struct KernelK45 : Scaling {
   using Block = typename Sums::Block;
   static constexpr size_t kBlocksPerStep = 1;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
+  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, typename Scaling::Acc* acc,
+                                    size_t) {
     __m512i isum[R];
     __m256i msum[R];
     Sums::template Run<R>(w, rows, b, isum, msum);
-    const float d = _cvtsh_ss(w->d);
-    const float neg_dmin = -_cvtsh_ss(w->dmin);
-    for (size_t r = 0; r < R; ++r) {
-      const float da = rows[r].scales[b];
-      kq::AddScaled(isum[r], d, da, acc[r]);
-      kq::AddScaledMins(msum[r], neg_dmin, da, acc[r]);
-    }
+    for (size_t r = 0; r < R; ++r) Scaling::Add(isum[r], msum[r], *w, rows[r].scales[b], acc[r]);
   }
 };
-using KernelQ4_K = KernelK45<kq::SumsQ4_K>;
-using KernelQ5_K = KernelK45<kq::SumsQ5_K>;
+
+// The unpacked kernels' scaling: f32 lanes.
+struct ScaleInF32Lanes : KernelBase {
+  template <class Block>
+  static HWY_INLINE void Add(__m512i isum, __m256i msum, const Block& w, float da, Acc& acc) {
+    kq::AddScaled(isum, _cvtsh_ss(w.d), da, acc);
+    kq::AddScaledMins(msum, -_cvtsh_ss(w.dmin), da, acc);
+  }
+};
+using KernelQ4_K = KernelK45<kq::SumsQ4_K, ScaleInF32Lanes>;
+using KernelQ5_K = KernelK45<kq::SumsQ5_K, ScaleInF32Lanes>;
 
 // Q6_K: per 128-value half, values 0..63 are the low nibbles of ql[0..64)
 // with qh bits 0-1 (values 0..31) or 2-3 (32..63) on top; values 64..127

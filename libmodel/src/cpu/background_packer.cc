@@ -2,24 +2,7 @@
 
 #include <utility>
 
-#if defined(__linux__)
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
-
 namespace lamina::model::cpu {
-
-namespace {
-// The calling thread only (Linux schedules threads one by one); elsewhere
-// the thread keeps its priority.
-void lowest_priority_for_this_thread() {
-#if defined(__linux__)
-  const auto tid = static_cast<id_t>(syscall(SYS_gettid));
-  (void)setpriority(PRIO_PROCESS, tid, 19);  // best effort: packing goes on either way
-#endif
-}
-}  // namespace
 
 BackgroundPacker::BackgroundPacker(std::vector<Matrix> matrices, std::size_t max_pending_bytes,
                                    std::function<void(const Matrix&)> soon)
@@ -37,11 +20,10 @@ BackgroundPacker::~BackgroundPacker() {
 }
 
 void BackgroundPacker::run() {
-  lowest_priority_for_this_thread();
   for (const Matrix& w : matrices_) {
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return stop_ || pending_bytes_ < max_pending_bytes_; });
+      changed_.wait(lock, [&] { return stop_ || (!paused_ && pending_bytes_ < max_pending_bytes_); });
       if (stop_) return;
     }
     try {
@@ -77,6 +59,14 @@ std::vector<BackgroundPacker::Packed> BackgroundPacker::take() {
 void BackgroundPacker::wait_ready(std::size_t n) {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return ready_.size() >= n || packed_ == matrices_.size() || error_; });
+}
+
+void BackgroundPacker::pause(bool paused) {
+  {
+    std::lock_guard lock(mutex_);
+    paused_ = paused;
+  }
+  changed_.notify_all();
 }
 
 bool BackgroundPacker::finished() {

@@ -57,6 +57,7 @@ struct CpuForward::State {
   quant::ThreadPool pool;
   KvCache cache;
   cpu::Linear linear;
+  bool ran_a_batch = false;  // run_chunks has run before
   cpu::Attention attention;
   cpu::MixtureOfExperts moe;
   cpu::LatentAttention latent;
@@ -371,6 +372,17 @@ std::span<const float> CpuForward::State::run_chunks(std::span<const TokenInput>
   for (const auto& t : batch) n_wanted += t.logits ? 1 : 0;
   if (out.size() < n_wanted * width) out.resize(n_wanted * width);
   std::size_t out_row = 0;
+  // The first batch (a prompt, usually) keeps the cores: the background
+  // packing waits for its end.
+  struct FirstBatch {
+    cpu::Linear& linear;
+    bool first;
+    ~FirstBatch() {
+      if (first) linear.pause_background(false);
+    }
+  } first_batch{linear, !ran_a_batch};
+  if (first_batch.first) linear.pause_background(true);
+  ran_a_batch = true;
   for (std::size_t start = 0; start < batch.size(); start += options.max_batch) {
     const auto chunk = batch.subspan(start, std::min<std::size_t>(options.max_batch, batch.size() - start));
     float* dst = out.data() + out_row * width;

@@ -52,6 +52,11 @@ class Linear {
   // Swaps in the copies the background packing has finished. Call it
   // between steps only (never while a product runs).
   void adopt_packed();
+  // Holds the background packing (after the matrix in hand) or lets it go
+  // on; nothing without one.
+  void pause_background(bool paused) {
+    if (background_) background_->pause(paused);
+  }
   // The background packing, if any is still running (tests).
   BackgroundPacker* background() { return background_.get(); }
 

@@ -116,10 +116,13 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
     const auto release = [&file, bytes](const Matrix& m) { file.release_pages(m.data, bytes(m)); };
     const auto read_ahead = [&file, bytes](const Matrix& m) { file.read_ahead(m.data, bytes(m)); };
     if (options.pack_in_background) {
-      // The copies not yet swapped in sit beside the file's pages: a bound
-      // on the resident memory this adds.
-      constexpr std::size_t kMaxPendingBytes = std::size_t{256} << 20;
-      linear.prepare_in_background(matrices, release, read_ahead, kMaxPendingBytes);
+      // The copies not yet swapped in sit beside the file's pages: an eighth
+      // of the weights at most, and no more than 256 MiB (a decode step of
+      // an 8B model lasts about as long as packing that much takes).
+      std::size_t weight_bytes = 0;
+      for (const Matrix* m : matrices) weight_bytes += bytes(*m);
+      const std::size_t max_pending = std::clamp(weight_bytes / 8, std::size_t{32} << 20, std::size_t{256} << 20);
+      linear.prepare_in_background(matrices, release, read_ahead, max_pending);
     } else {
       linear.prepare(matrices, release, read_ahead);
     }

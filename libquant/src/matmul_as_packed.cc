@@ -114,15 +114,6 @@ struct ScaleAsPacked {
 }  // namespace dl
 #endif
 
-// Whether this target runs the SIMD form (else the scalar one).
-bool AsPackedSimd() {
-#if HWY_TARGET == HWY_AVX3_DL
-  return dl::CpuHasGfni();
-#else
-  return false;
-#endif
-}
-
 void MatMulAsPacked(QuantFormat format, const void* w, size_t n_out, size_t n_in, const QuantizedActivations& x,
                     float* y, ThreadPool& pool) {
   const size_t nb = n_in / kQK_K;
@@ -130,7 +121,7 @@ void MatMulAsPacked(QuantFormat format, const void* w, size_t n_out, size_t n_in
   const size_t chunk = detail::activation_rows_per_pass(n_in + n_in / 4);
   const auto rows = [&](size_t begin, size_t end) {
 #if HWY_TARGET == HWY_AVX3_DL
-    if (AsPackedSimd()) {
+    if (dl::CpuHasGfni()) {
       using Q4_K = dl::KernelK45<dl::kq::SumsQ4_K, dl::ScaleAsPacked>;
       using Q5_K = dl::KernelK45<dl::kq::SumsQ5_K, dl::ScaleAsPacked>;
       if (format == QuantFormat::Q4_K) return MatMulRows<Q4_K>(w, nb, n_out, begin, end, x, chunk, y);

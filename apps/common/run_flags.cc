@@ -42,7 +42,10 @@ void add_run_flags(CLI::App& app, RunFlags& f, unsigned which) {
                  "folder of the CUDA backend module (default: the installed one; a build tree's is "
                  "<build>/libmodel/backends/cuda)");
   app.add_flag("!--no-pack", f.pack_weights,
-               "CPU: run the weights in the file's layout instead of packing them at load for faster kernels");
+               "CPU: run the weights in the file's layout instead of packing them for faster kernels");
+  app.add_flag("!--pack-at-load", f.pack_in_background,
+               "CPU: pack every matrix at load instead of Q4_K/Q5_K ones in the background after the first steps "
+               "(same outputs)");
   if (which & kCudaTuningFlags) {
     app.add_option("--parity-min-cosine", f.parity_min_cosine,
                    "logits cosine the GPU must reach against the CPU at load (default: 0.9999 for float weights, "
@@ -66,6 +69,7 @@ model::ForwardOptions forward_options(const RunFlags& f, uint32_t n_seq) {
   fo.n_threads = f.n_threads;
   fo.max_batch = f.batch_size;
   fo.pack_weights = f.pack_weights;
+  fo.pack_in_background = f.pack_in_background;
   fo.kv_type = f.kv_type == "f16"    ? model::KvType::F16
                 : f.kv_type == "q8_0" ? model::KvType::Q8_0
                                       : model::KvType::F32;

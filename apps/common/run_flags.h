@@ -31,6 +31,7 @@ struct RunFlags {
   bool parity_check = true;
   double parity_min_cosine = 0;  // 0: by weight type
   bool pack_weights = true;      // CPU: rearrange weights for the faster kernels
+  bool pack_in_background = true;  // CPU: Q4_K/Q5_K packed by a background thread, not at load
   bool cuda_graphs = true;
   std::string backend_dir;  // folder of the CUDA backend module; empty: the installed one
 };
@@ -45,7 +46,7 @@ enum RunFlag : unsigned {
 };
 
 // -c/--ctx-size, -t/--threads, -b/--batch-size, --kv-type, --device, --gpu,
-// --no-parity-check, --no-pack, --parity-min-cosine, --no-cuda-graphs.
+// --no-parity-check, --no-pack, --pack-at-load, --parity-min-cosine, --no-cuda-graphs.
 void add_run_flags(CLI::App& app, RunFlags& flags, unsigned which = kAllRunFlags);
 
 // --kv-size: for the apps that run several sequences through the engine,

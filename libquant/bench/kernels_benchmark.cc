@@ -10,7 +10,9 @@
 //                     processing), in GFLOP/s (2 flops per multiply-add);
 //   .../<format>/packed/... - the same in the packed layout, for the
 //                     formats this CPU runs faster so (lamina/quant/packed.h);
-//                     GB/s still count the matrix's bytes in the file.
+//                     GB/s still count the matrix's bytes in the file;
+//   .../<format>/as_packed/... - the file's layout with the packed kernels'
+//                     arithmetic (matmul_as_packed), for the formats it takes.
 // Each call includes the quantization of its f32 activations. Matvec cycles
 // through different random matrices totalling >= 512 MiB, so that they
 // come from memory and not from the last-level cache, even for the small
@@ -170,10 +172,15 @@ std::vector<uint8_t> random_matrix(QuantFormat format, size_t rows, size_t cols,
   return w;
 }
 
+// How a benchmark multiplies: the file's layout, the packed one, or the
+// file's layout with the packed arithmetic (lamina/quant/packed.h).
+enum class Layout { kFile, kPacked, kFileAsPacked };
+
 // Enough different random matrices to stream from memory, in the file
-// layout or packed (lamina/quant/packed.h).
+// layout or packed.
 struct WeightSet {
   QuantFormat format;
+  Layout layout;
   bool packed;
   std::vector<std::vector<uint8_t>> copies;
   std::vector<PackedWeights> packed_copies;
@@ -186,24 +193,26 @@ struct WeightSet {
 
   // y = x (n_rows rows) times matrix i, the activations quantized in the call.
   void multiply(size_t i, const float* x, size_t n_rows, float* y) const {
-    if (!packed) return matmul(format, copies[i].data(), kOut, kIn, x, n_rows, y, pool());
+    if (layout == Layout::kFile) return matmul(format, copies[i].data(), kOut, kIn, x, n_rows, y, pool());
     static QuantizedActivations scratch;
     quantize_activations(kernel_activation_format(format), x, n_rows, kIn, scratch, n_rows > 1 ? &pool() : nullptr);
+    if (layout == Layout::kFileAsPacked) return matmul_as_packed(format, copies[i].data(), kOut, kIn, scratch, y, pool());
     matmul(packed_copies[i], scratch, y, pool());
   }
 };
 
-const WeightSet& weights(QuantFormat format, bool packed, size_t min_total_bytes) {
+const WeightSet& weights(QuantFormat format, Layout layout, size_t min_total_bytes) {
   static std::unique_ptr<WeightSet> cached;
-  if (!cached || cached->format != format || cached->packed != packed ||
+  if (!cached || cached->format != format || cached->layout != layout ||
       cached->count() * cached->bytes() < min_total_bytes) {
     cached.reset();  // free the previous format's weights first
     auto set = std::make_unique<WeightSet>();
     set->format = format;
-    set->packed = packed;
+    set->layout = layout;
+    set->packed = layout == Layout::kPacked;
     do {
       std::vector<uint8_t> w = random_matrix(format, kOut, kIn, set->count() + 1);
-      if (packed) {
+      if (set->packed) {
         set->packed_copies.push_back(pack_weights(format, w.data(), kOut, kIn, &pool()));
       } else {
         set->copies.push_back(std::move(w));
@@ -226,8 +235,8 @@ std::vector<float> random_activations(size_t rows) {
 // this nor the next few iterations multiply (so it is not in the cache);
 // the percentage compares the two over the same stretch of time, as this
 // machine's memory bandwidth varies from second to second.
-void Matvec(benchmark::State& state, QuantFormat format, bool packed) {
-  const WeightSet& set = weights(format, packed, kStreamBytes);
+void Matvec(benchmark::State& state, QuantFormat format, Layout layout) {
+  const WeightSet& set = weights(format, layout, kStreamBytes);
   const size_t n = set.count();
   const size_t bytes = set.bytes();
   const std::vector<float> x = random_activations(1);
@@ -253,9 +262,9 @@ void Matvec(benchmark::State& state, QuantFormat format, bool packed) {
   state.SetLabel(kernel_target_name());
 }
 
-void Matmul(benchmark::State& state, QuantFormat format, bool packed) {
+void Matmul(benchmark::State& state, QuantFormat format, Layout layout) {
   const size_t rows = static_cast<size_t>(state.range(0));
-  const WeightSet& set = weights(format, packed, 0);
+  const WeightSet& set = weights(format, layout, 0);
   const std::vector<float> x = random_activations(rows);
   std::vector<float> y(rows * kOut);
   for (auto _ : state) {
@@ -277,22 +286,28 @@ constexpr QuantFormat kFormats[] = {
 void register_benchmarks() {
   benchmark::RegisterBenchmark("MemoryRead", MemoryRead)->UseRealTime()->MinTime(1.0);
   // Each format in the file layout, then the packed layouts this CPU runs
-  // faster ("<format>/packed").
-  std::vector<std::pair<QuantFormat, bool>> variants;
-  for (QuantFormat f : kFormats) variants.emplace_back(f, false);
+  // faster ("<format>/packed"), then those of them matmul_as_packed takes.
+  std::vector<std::pair<QuantFormat, Layout>> variants;
+  for (QuantFormat f : kFormats) variants.emplace_back(f, Layout::kFile);
   for (QuantFormat f : kFormats) {
-    if (packed_layout_is_faster(f)) variants.emplace_back(f, true);
+    if (packed_layout_is_faster(f)) variants.emplace_back(f, Layout::kPacked);
   }
-  const auto name_of = [](QuantFormat f, bool packed) {
-    return std::string(format_traits(f).name) + (packed ? "/packed" : "");
+  for (QuantFormat f : kFormats) {
+    if (packed_layout_is_faster(f) && has_packed_arithmetic_on_file_layout(f)) {
+      variants.emplace_back(f, Layout::kFileAsPacked);
+    }
+  }
+  const auto name_of = [](QuantFormat f, Layout layout) {
+    return std::string(format_traits(f).name) +
+           (layout == Layout::kPacked ? "/packed" : layout == Layout::kFileAsPacked ? "/as_packed" : "");
   };
-  for (const auto& [f, packed] : variants) {
-    benchmark::RegisterBenchmark(("Matvec/" + name_of(f, packed)).c_str(), Matvec, f, packed)
+  for (const auto& [f, layout] : variants) {
+    benchmark::RegisterBenchmark(("Matvec/" + name_of(f, layout)).c_str(), Matvec, f, layout)
         ->UseManualTime()
         ->MinTime(1.0);
   }
-  for (const auto& [f, packed] : variants) {
-    benchmark::RegisterBenchmark(("Matmul/" + name_of(f, packed)).c_str(), Matmul, f, packed)
+  for (const auto& [f, layout] : variants) {
+    benchmark::RegisterBenchmark(("Matmul/" + name_of(f, layout)).c_str(), Matmul, f, layout)
         ->Arg(8)
         ->Arg(64)
         ->Arg(512)

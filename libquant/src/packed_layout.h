@@ -239,6 +239,13 @@ void dot_packed_q4_k_group_scalar(const PackedView& w, size_t g, const Activatio
 void dot_packed_q5_k_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
 void dot_packed_iq4_xs_group_scalar(const PackedView& w, size_t g, const ActivationRow& a, float* y);
 
+// Outputs [begin, end) of every activation row of matmul_as_packed
+// (packed.h) in scalar form (matmul_as_packed.cc): the chain of
+// dot_packed_q4_k_group_scalar / dot_packed_q5_k_group_scalar on the file's
+// rows. Q4_K or Q5_K only.
+void matmul_as_packed_scalar(QuantFormat format, const void* w, size_t n_out, size_t n_in,
+                             const QuantizedActivations& x, float* y, size_t begin, size_t end);
+
 // The dynamically dispatched entries (matmul_packed.cc): whether the best
 // target of this CPU has a SIMD kernel for the packed `format`, and the
 // matmul of a packed matrix.

@@ -84,66 +84,88 @@ HWY_INLINE __m256i ScalesAndMins(const uint8_t* packed) {
 
 }  // namespace kq
 
-struct KernelQ4_K : KernelBase {
-  using Block = BlockQ4_K;
-  static constexpr size_t kBlocksPerStep = 1;
-  template <size_t R>
-  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
-    const __m256i scales_mins = kq::ScalesAndMins(w->scales);
-    const __m512i sm = _mm512_castsi256_si512(scales_mins);
-    __m512i isum[R];
-    for (size_t r = 0; r < R; ++r) isum[r] = _mm512_setzero_si512();
-    HWY_UNROLL(4)
-    for (int j = 0; j < 4; ++j) {
-      const __m512i u = MoveBits<4, 0>(BroadcastHalf(w->qs + 32 * j), 0, 4);
-      const __m512i scales = _mm512_permutexvar_epi16(kq::ScaleIndex<32>(2 * j), sm);
-      for (size_t r = 0; r < R; ++r) {
-        isum[r] = kq::DotScaled(isum[r], u, rows[r].values + b * kQK_K + 64 * j, scales);
-      }
-    }
-    // Each min applies to two bsums: lanes 8 + s / 2.
-    const __m256i mins = _mm256_permutexvar_epi16(
-        _mm256_set_epi16(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8), scales_mins);
-    const float d = _cvtsh_ss(w->d);
-    const float neg_dmin = -_cvtsh_ss(w->dmin);
+namespace kq {
+
+// The exact integer sums of Q4_K/Q5_K block w with block b of rows[0 .. R):
+// isum[r], 16 lanes adding up to sum_s scale_s * dot_s, and msum[r], 8 lanes
+// adding up to sum_s min_s * (the activation sums of sub-block s).
+// values(j) is chunk j (values 64j .. 64j + 63) as unsigned bytes.
+template <size_t R, class Block, class Values>
+HWY_INLINE void SumsK45(const Block* w, const ActRow* rows, size_t b, Values values, __m512i* isum,
+                        __m256i* msum) {
+  const __m256i scales_mins = ScalesAndMins(w->scales);
+  const __m512i sm = _mm512_castsi256_si512(scales_mins);
+  for (size_t r = 0; r < R; ++r) isum[r] = _mm512_setzero_si512();
+  HWY_UNROLL(4)
+  for (int j = 0; j < 4; ++j) {
+    const __m512i u = values(j);
+    const __m512i scales = _mm512_permutexvar_epi16(ScaleIndex<32>(2 * j), sm);
     for (size_t r = 0; r < R; ++r) {
-      const float da = rows[r].scales[b];
-      kq::AddScaled(isum[r], d, da, acc[r]);
-      kq::AddScaledMins(_mm256_madd_epi16(kq::LoadGroupSums(rows[r], b), mins), neg_dmin, da, acc[r]);
+      isum[r] = DotScaled(isum[r], u, rows[r].values + b * kQK_K + 64 * j, scales);
     }
+  }
+  // Each min applies to two bsums: lanes 8 + s / 2.
+  const __m256i mins = _mm256_permutexvar_epi16(
+      _mm256_set_epi16(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8), scales_mins);
+  for (size_t r = 0; r < R; ++r) msum[r] = _mm256_madd_epi16(LoadGroupSums(rows[r], b), mins);
+}
+
+// SumsK45 of a Q4_K block.
+struct SumsQ4_K {
+  using Block = BlockQ4_K;
+  template <size_t R>
+  static HWY_INLINE void Run(const Block* w, const ActRow* rows, size_t b, __m512i* isum, __m256i* msum) {
+    SumsK45<R>(
+        w, rows, b, [&](int j) HWY_ATTR { return MoveBits<4, 0>(BroadcastHalf(w->qs + 32 * j), 0, 4); }, isum,
+        msum);
   }
 };
 
-struct KernelQ5_K : KernelBase {
+// SumsK45 of a Q5_K block.
+struct SumsQ5_K {
   using Block = BlockQ5_K;
-  static constexpr size_t kBlocksPerStep = 1;
   template <size_t R>
-  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, Acc* acc, size_t) {
-    const __m256i scales_mins = kq::ScalesAndMins(w->scales);
-    const __m512i sm = _mm512_castsi256_si512(scales_mins);
+  static HWY_INLINE void Run(const Block* w, const ActRow* rows, size_t b, __m512i* isum, __m256i* msum) {
     const __m512i high = BroadcastHalf(w->qh);
-    __m512i isum[R];
-    for (size_t r = 0; r < R; ++r) isum[r] = _mm512_setzero_si512();
-    HWY_UNROLL(4)
-    for (int j = 0; j < 4; ++j) {
-      __m512i u = MoveBits<4, 0>(BroadcastHalf(w->qs + 32 * j), 0, 4);
-      u = kq::AddBit(u, high, 2 * j, 2 * j + 1, 0x10);
-      const __m512i scales = _mm512_permutexvar_epi16(kq::ScaleIndex<32>(2 * j), sm);
-      for (size_t r = 0; r < R; ++r) {
-        isum[r] = kq::DotScaled(isum[r], u, rows[r].values + b * kQK_K + 64 * j, scales);
-      }
-    }
-    const __m256i mins = _mm256_permutexvar_epi16(
-        _mm256_set_epi16(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8), scales_mins);
-    const float d = _cvtsh_ss(w->d);
-    const float neg_dmin = -_cvtsh_ss(w->dmin);
-    for (size_t r = 0; r < R; ++r) {
-      const float da = rows[r].scales[b];
-      kq::AddScaled(isum[r], d, da, acc[r]);
-      kq::AddScaledMins(_mm256_madd_epi16(kq::LoadGroupSums(rows[r], b), mins), neg_dmin, da, acc[r]);
-    }
+    SumsK45<R>(
+        w, rows, b,
+        [&](int j) HWY_ATTR {
+          const __m512i u = MoveBits<4, 0>(BroadcastHalf(w->qs + 32 * j), 0, 4);
+          return AddBit(u, high, 2 * j, 2 * j + 1, 0x10);
+        },
+        isum, msum);
   }
 };
+
+}  // namespace kq
+
+// Q4_K and Q5_K: the exact sums of Sums, scaled by Scaling, which provides
+// the tile driver's Acc, Zero, Finish, kWeightRows, kRowTile, kSplitSums
+// and Add(isum, msum, block, da, acc).
+template <class Sums, class Scaling>
+struct KernelK45 : Scaling {
+  using Block = typename Sums::Block;
+  static constexpr size_t kBlocksPerStep = 1;
+  template <size_t R>
+  static HWY_INLINE void Accumulate(const Block* w, const ActRow* rows, size_t b, typename Scaling::Acc* acc,
+                                    size_t) {
+    __m512i isum[R];
+    __m256i msum[R];
+    Sums::template Run<R>(w, rows, b, isum, msum);
+    for (size_t r = 0; r < R; ++r) Scaling::Add(isum[r], msum[r], *w, rows[r].scales[b], acc[r]);
+  }
+};
+
+// The unpacked kernels' scaling: f32 lanes.
+struct ScaleInF32Lanes : KernelBase {
+  template <class Block>
+  static HWY_INLINE void Add(__m512i isum, __m256i msum, const Block& w, float da, Acc& acc) {
+    kq::AddScaled(isum, _cvtsh_ss(w.d), da, acc);
+    kq::AddScaledMins(msum, -_cvtsh_ss(w.dmin), da, acc);
+  }
+};
+using KernelQ4_K = KernelK45<kq::SumsQ4_K, ScaleInF32Lanes>;
+using KernelQ5_K = KernelK45<kq::SumsQ5_K, ScaleInF32Lanes>;
 
 // Q6_K: per 128-value half, values 0..63 are the low nibbles of ql[0..64)
 // with qh bits 0-1 (values 0..31) or 2-3 (32..63) on top; values 64..127

@@ -22,7 +22,7 @@ TEST(RunFlags, MapOntoTheLibraryOptions) {
   RunFlags flags;
   add_run_flags(app, flags);
   parse(app, {"-c", "128", "-t", "3", "-b", "64", "--kv-type", "f32", "--device", "auto", "--gpu", "2",
-              "--no-parity-check", "--no-pack", "--parity-min-cosine", "0.5", "--no-cuda-graphs"});
+              "--no-parity-check", "--no-pack", "--pack-at-load", "--parity-min-cosine", "0.5", "--no-cuda-graphs"});
   const model::ForwardOptions fo = forward_options(flags, 4);
   EXPECT_EQ(fo.n_ctx, 128u);
   EXPECT_EQ(fo.n_threads, 3);
@@ -30,6 +30,7 @@ TEST(RunFlags, MapOntoTheLibraryOptions) {
   EXPECT_EQ(fo.n_seq, 4u);
   EXPECT_EQ(fo.kv_type, model::KvType::F32);
   EXPECT_FALSE(fo.pack_weights);
+  EXPECT_FALSE(fo.pack_in_background);
   const model::GpuOptions gpu = gpu_options(flags);
   EXPECT_EQ(gpu.device, 2);
   EXPECT_FALSE(gpu.parity_check);
@@ -59,6 +60,7 @@ TEST(RunFlags, DefaultsAreTheLibrarysOwn) {
   EXPECT_EQ(fo.n_ctx, library.n_ctx);
   EXPECT_EQ(fo.kv_type, library.kv_type);
   EXPECT_EQ(fo.pack_weights, library.pack_weights);
+  EXPECT_EQ(fo.pack_in_background, library.pack_in_background);
   EXPECT_EQ(fo.n_threads, library.n_threads);
   const model::GpuOptions gpu = gpu_options(flags);
   const model::GpuOptions gpu_library;

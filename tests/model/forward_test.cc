@@ -374,5 +374,41 @@ TEST(ForwardErrors, RejectsBadInput) {
   EXPECT_THROW(fwd.decode(std::span(&bad_seq, 1)), ModelError);
 }
 
+// Q4_K and Q5_K packed in the background give the logits of packing at load,
+// bit for bit, whenever their copies are swapped in (a prompt, then one step
+// per token, so that swaps can fall between any two steps; the steps at
+// which they do are pinned down in background_packing_test.cc).
+class BackgroundPackingForward : public ::testing::TestWithParam<quant::QuantFormat> {};
+
+TEST_P(BackgroundPackingForward, SameLogitsAsPackingAtLoad) {
+  const quant::QuantFormat format = GetParam();
+  if (!quant::packed_layout_is_faster(format)) GTEST_SKIP() << "this CPU packs no " << quant::format_traits(format).name;
+  const bool file_q4_k_m = format == quant::QuantFormat::Q4_K;
+  const fs::path file = kData / "archs" / (file_q4_k_m ? "qwen2.q4_k_m.gguf" : "qwen2.f32.gguf");
+  if (!fs::exists(file)) GTEST_SKIP() << "test data not found at " << kData;
+  LoadOptions load;
+  if (!file_q4_k_m) load.quantize = format;
+  const auto model = Model::load(file, load);
+  const std::vector<int32_t> prompt{1, 400, 37, 255};
+  const std::vector<int32_t> rest{88, 300, 12, 401, 5, 77, 9, 99};
+  const auto logits = [&](bool background, uint32_t max_batch) {
+    CpuForward fwd(*model, {.n_ctx = 32, .max_batch = max_batch, .n_threads = 2, .pack_in_background = background});
+    std::vector<float> out = prompt_logits(fwd, prompt);
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+      const TokenInput t{rest[i], static_cast<uint32_t>(prompt.size() + i), 0, true};
+      const auto l = fwd.decode(std::span(&t, 1));
+      out.insert(out.end(), l.begin(), l.end());
+    }
+    return out;
+  };
+  const auto at_load = logits(false, 512);
+  EXPECT_EQ(logits(true, 512), at_load) << "packed in the background";
+  EXPECT_EQ(logits(true, 1), at_load) << "packed in the background, the prompt in steps of one token";
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, BackgroundPackingForward,
+                         ::testing::Values(quant::QuantFormat::Q4_K, quant::QuantFormat::Q5_K),
+                         [](const auto& info) { return std::string(quant::format_traits(info.param).name); });
+
 }  // namespace
 }  // namespace lamina::model

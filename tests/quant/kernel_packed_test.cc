@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -131,6 +132,58 @@ TEST_P(KernelPacked, BatchInvariant) {
     ASSERT_EQ(std::memcmp(y.data(), y_all.data() + first * n_out, y.size() * sizeof(float)), 0)
         << "rows " << first << ".." << first + count - 1 << " as a batch of " << count;
   }
+}
+
+// matmul_as_packed: the file's rows with the packed kernels' arithmetic, bit
+// for bit against matmul(PackedWeights) and the scalar form, with 1 and 2
+// threads, for partial groups and every tile remainder; formats without it
+// are rejected.
+TEST_P(KernelPacked, FileLayoutWithPackedArithmeticMatchesPacked) {
+  const QuantFormat wfmt = GetParam();
+  const QuantFormat afmt = kernel_activation_format(wfmt);
+  ThreadPool pool1(1);
+  ThreadPool pool2(2);
+  std::mt19937 rng(static_cast<uint32_t>(wfmt) + 17);
+  if (!has_packed_arithmetic_on_file_layout(wfmt)) {
+    const size_t n_in = 256;
+    const std::vector<uint8_t> w = random_weights(wfmt, 2, n_in, rng);
+    QuantizedActivations qx;
+    const std::vector<float> x = random_activations(1, n_in, rng);
+    quantize_activations(afmt, x.data(), 1, n_in, qx);
+    std::vector<float> y(2);
+    EXPECT_THROW(matmul_as_packed(wfmt, w.data(), 2, n_in, qx, y.data(), pool1), std::invalid_argument);
+    return;
+  }
+  for (const Shape& s : std::vector<Shape>{{1, 256, 1}, {15, 768, 1}, {16, 256, 3}, {37, 4096, 1}, {33, 512, 6},
+                                           {64, 4096, 5}, {17, 256, 70}, {200, 1024, 2}, {5, 4352, 1}}) {
+    SCOPED_TRACE("n_out " + std::to_string(s.n_out) + " n_in " + std::to_string(s.n_in) + " n_rows " +
+                 std::to_string(s.n_rows));
+    const std::vector<uint8_t> w = random_weights(wfmt, s.n_out, s.n_in, rng);
+    const std::vector<float> x = random_activations(s.n_rows, s.n_in, rng);
+    QuantizedActivations qx;
+    quantize_activations(afmt, x.data(), s.n_rows, s.n_in, qx);
+    std::vector<float> packed(s.n_rows * s.n_out, NAN);
+    matmul(pack_weights(wfmt, w.data(), s.n_out, s.n_in), qx, packed.data(), pool2);
+    std::vector<float> y1(s.n_rows * s.n_out, NAN);
+    std::vector<float> y2(s.n_rows * s.n_out, NAN);
+    std::vector<float> scalar(s.n_rows * s.n_out, NAN);
+    matmul_as_packed(wfmt, w.data(), s.n_out, s.n_in, qx, y1.data(), pool1);
+    matmul_as_packed(wfmt, w.data(), s.n_out, s.n_in, qx, y2.data(), pool2);
+    detail::matmul_as_packed_scalar(wfmt, w.data(), s.n_out, s.n_in, qx, scalar.data(), 0, s.n_out);
+    ASSERT_STREQ(kernel_target_name(), hwy::TargetName(target()));
+    for (size_t i = 0; i < packed.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&y1[i], &packed[i], sizeof(float)), 0)
+          << "row " << i / s.n_out << " output " << i % s.n_out << ": " << y1[i] << " vs packed " << packed[i];
+      ASSERT_EQ(std::memcmp(&y2[i], &packed[i], sizeof(float)), 0) << "2 threads, output " << i;
+      ASSERT_EQ(std::memcmp(&scalar[i], &packed[i], sizeof(float)), 0) << "scalar form, output " << i;
+    }
+  }
+  std::vector<float> y(1);
+  QuantizedActivations wrong;
+  const std::vector<float> x = random_activations(1, 512, rng);
+  quantize_activations(afmt, x.data(), 1, 512, wrong);
+  const std::vector<uint8_t> w = random_weights(wfmt, 1, 256, rng);
+  EXPECT_THROW(matmul_as_packed(wfmt, w.data(), 1, 256, wrong, y.data(), pool1), std::invalid_argument);
 }
 
 TEST_P(KernelPacked, FasterOnlyWithASimdKernel) {

@@ -57,6 +57,7 @@ struct CpuForward::State {
   quant::ThreadPool pool;
   KvCache cache;
   cpu::Linear linear;
+  bool ran_a_batch = false;  // run_chunks has run before
   cpu::Attention attention;
   cpu::MixtureOfExperts moe;
   cpu::LatentAttention latent;
@@ -111,9 +112,20 @@ CpuForward::State::State(const Model& m, const ForwardOptions& o)
     // The file's pages of a packed matrix leave resident memory (the tied
     // output's stay readable for the embedding lookups: they come back on use).
     const auto bytes = [](const Matrix& m) { return std::size_t{m.n_out} * m.row_bytes; };
-    linear.prepare(
-        matrices, [&](const Matrix& m) { model.file().release_pages(m.data, bytes(m)); },
-        [&](const Matrix& m) { model.file().read_ahead(m.data, bytes(m)); });
+    const gguf::GgufFile& file = model.file();
+    const auto release = [&file, bytes](const Matrix& m) { file.release_pages(m.data, bytes(m)); };
+    const auto read_ahead = [&file, bytes](const Matrix& m) { file.read_ahead(m.data, bytes(m)); };
+    if (options.pack_in_background) {
+      // The copies not yet swapped in sit beside the file's pages: an eighth
+      // of the weights at most, and no more than 256 MiB (a decode step of
+      // an 8B model lasts about as long as packing that much takes).
+      std::size_t weight_bytes = 0;
+      for (const Matrix* m : matrices) weight_bytes += bytes(*m);
+      const std::size_t max_pending = std::clamp(weight_bytes / 8, std::size_t{32} << 20, std::size_t{256} << 20);
+      linear.prepare_in_background(matrices, release, read_ahead, max_pending);
+    } else {
+      linear.prepare(matrices, release, read_ahead);
+    }
   }
   options.n_ctx = cache.n_ctx();
   const std::size_t B = options.max_batch;
@@ -319,6 +331,8 @@ void CpuForward::State::ffn_block(uint32_t layer, std::size_t n) {
 
 void CpuForward::State::step(std::span<const TokenInput> batch, float* logits_out,
                              const std::function<void(int)>& after_layer, float* hidden_out) {
+  // Between steps: the only place packed copies come in (same bits).
+  linear.adopt_packed();
   const std::size_t n = batch.size();
   embed(batch);
   if (c.rope.kind != RopeKind::None) {
@@ -361,6 +375,17 @@ std::span<const float> CpuForward::State::run_chunks(std::span<const TokenInput>
   for (const auto& t : batch) n_wanted += t.logits ? 1 : 0;
   if (out.size() < n_wanted * width) out.resize(n_wanted * width);
   std::size_t out_row = 0;
+  // The first batch (a prompt, usually) keeps the cores: the background
+  // packing waits for its end.
+  struct FirstBatch {
+    cpu::Linear& linear;
+    bool first;
+    ~FirstBatch() {
+      if (first) linear.pause_background(false);
+    }
+  } first_batch{linear, !ran_a_batch};
+  if (first_batch.first) linear.pause_background(true);
+  ran_a_batch = true;
   for (std::size_t start = 0; start < batch.size(); start += options.max_batch) {
     const auto chunk = batch.subspan(start, std::min<std::size_t>(options.max_batch, batch.size() - start));
     float* dst = out.data() + out_row * width;

@@ -33,15 +33,26 @@ void Linear::apply_exact(const Matrix& w, const float* x, std::size_t n_rows, fl
   });
 }
 
-void Linear::prepare(std::span<const Matrix* const> ws, const std::function<void(const Matrix&)>& done,
-                     const std::function<void(const Matrix&)>& soon) {
+namespace {
+// The matrices of `ws` that packing pays for: present, one expert, a format
+// this CPU runs faster packed, not already packed, each once.
+std::vector<const Matrix*> worth_packing(std::span<const Matrix* const> ws,
+                                         const std::unordered_map<const std::byte*, quant::PackedWeights>& packed) {
   std::vector<const Matrix*> todo;
   std::unordered_set<const std::byte*> seen;
   for (const Matrix* w : ws) {
-    if (exact_ || !*w || w->n_expert != 1 || !quant::packed_layout_is_faster(w->format)) continue;
-    if (packed_.count(w->data) || !seen.insert(w->data).second) continue;
+    if (!*w || w->n_expert != 1 || !quant::packed_layout_is_faster(w->format)) continue;
+    if (packed.count(w->data) || !seen.insert(w->data).second) continue;
     todo.push_back(w);
   }
+  return todo;
+}
+}  // namespace
+
+void Linear::prepare(std::span<const Matrix* const> ws, const std::function<void(const Matrix&)>& done,
+                     const std::function<void(const Matrix&)>& soon) {
+  if (exact_) return;
+  const std::vector<const Matrix*> todo = worth_packing(ws, packed_);
   std::vector<quant::PackedWeights> out(todo.size());
   std::vector<std::exception_ptr> errors(pool_.num_threads());
   std::atomic<std::size_t> next{0};
@@ -67,6 +78,35 @@ void Linear::prepare(std::span<const Matrix* const> ws, const std::function<void
   for (std::size_t i = 0; i < todo.size(); ++i) packed_.emplace(todo[i]->data, std::move(out[i]));
 }
 
+void Linear::prepare_in_background(std::span<const Matrix* const> ws, std::function<void(const Matrix&)> done,
+                                   const std::function<void(const Matrix&)>& soon, std::size_t max_pending_bytes) {
+  if (exact_) return;
+  std::vector<const Matrix*> now;
+  std::vector<Matrix> later;
+  for (const Matrix* w : worth_packing(ws, packed_)) {
+    if (quant::has_packed_arithmetic_on_file_layout(w->format) && !as_packed_.count(w->data)) {
+      later.push_back(*w);
+      as_packed_.emplace(w->data, *w);
+    } else if (!as_packed_.count(w->data)) {
+      now.push_back(w);
+    }
+  }
+  prepare(now, done, soon);
+  if (later.empty()) return;
+  background_done_ = std::move(done);
+  background_ = std::make_unique<BackgroundPacker>(std::move(later), max_pending_bytes, soon);
+}
+
+void Linear::adopt_packed() {
+  if (!background_) return;
+  for (BackgroundPacker::Packed& p : background_->take()) {
+    as_packed_.erase(p.matrix.data);
+    packed_.emplace(p.matrix.data, std::move(p.weights));
+    background_done_(p.matrix);
+  }
+  if (background_->finished()) background_.reset();
+}
+
 const quant::PackedWeights* Linear::packed(const Matrix& w) const {
   if (packed_.empty()) return nullptr;
   const auto it = packed_.find(w.data);
@@ -76,6 +116,12 @@ const quant::PackedWeights* Linear::packed(const Matrix& w) const {
 
 void Linear::multiply(const Matrix& w, const quant::QuantizedActivations& x, float* y) {
   if (const quant::PackedWeights* p = packed(w)) return quant::matmul(*p, x, y, pool_);
+  if (!as_packed_.empty()) {
+    const auto it = as_packed_.find(w.data);
+    if (it != as_packed_.end() && it->second.n_out == w.n_out && it->second.n_in == w.n_in) {
+      return quant::matmul_as_packed(w.format, w.data, w.n_out, w.n_in, x, y, pool_);
+    }
+  }
   quant::matmul(w.format, w.data, w.n_out, w.n_in, x, y, pool_);
 }
 

@@ -5,11 +5,13 @@
 #include <cstddef>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "background_packer.h"
 #include "lamina/model/weights.h"
 #include "lamina/quant/activations.h"
 #include "lamina/quant/packed.h"
@@ -39,6 +41,25 @@ class Linear {
   void prepare(std::span<const Matrix* const> ws, const std::function<void(const Matrix&)>& done,
                const std::function<void(const Matrix&)>& soon);
 
+  // As prepare, except for the matrices that quant::matmul_as_packed takes:
+  // those stay on the file's layout, multiplied with the packed kernels'
+  // arithmetic (the same bits), while a thread of their own packs them
+  // (BackgroundPacker, holding at most max_pending_bytes of copies not yet
+  // swapped in). adopt_packed() swaps the finished copies in and calls
+  // done(w) for each; so outputs never depend on when that happens.
+  void prepare_in_background(std::span<const Matrix* const> ws, std::function<void(const Matrix&)> done,
+                             const std::function<void(const Matrix&)>& soon, std::size_t max_pending_bytes);
+  // Swaps in the copies the background packing has finished. Call it
+  // between steps only (never while a product runs).
+  void adopt_packed();
+  // Holds the background packing (after the matrix in hand) or lets it go
+  // on; nothing without one.
+  void pause_background(bool paused) {
+    if (background_) background_->pause(paused);
+  }
+  // The background packing, if any is still running (tests).
+  BackgroundPacker* background() { return background_.get(); }
+
   void apply(const Matrix& w, const float* x, std::size_t n_rows, float* y);
   // The same for several matrices sharing one input (Q, K and V; gate and
   // up): the input is converted once per activation format.
@@ -61,6 +82,10 @@ class Linear {
   std::array<quant::QuantizedActivations, 4> converted_;
   std::vector<std::vector<float>> row_scratch_;  // per thread, for apply_exact
   std::unordered_map<const std::byte*, quant::PackedWeights> packed_;  // by the matrix's data
+  // Matrices waiting for the background packing, by their data.
+  std::unordered_map<const std::byte*, Matrix> as_packed_;
+  std::unique_ptr<BackgroundPacker> background_;
+  std::function<void(const Matrix&)> background_done_;
 };
 
 }  // namespace lamina::model::cpu

@@ -41,6 +41,13 @@ struct LAMINA_MODEL_API ForwardOptions {
   // releases the file's pages of those matrices, so resident memory grows
   // only by the few % some packed layouts add.
   bool pack_weights = true;
+  // With pack_weights: the formats that have kernels on the file's layout
+  // with the packed layouts' arithmetic (Q4_K, Q5_K) are packed by a thread
+  // of their own at the lowest priority instead of at load, and swapped in
+  // between steps; until then they run on the file's layout. The outputs
+  // are the same bits either way, whenever the swaps happen. The other
+  // packed formats are packed at load.
+  bool pack_in_background = true;
 };
 
 struct LAMINA_MODEL_API TokenInput {

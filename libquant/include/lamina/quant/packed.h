@@ -70,4 +70,21 @@ LAMINA_QUANT_API PackedWeights pack_weights(QuantFormat format, const void* w, s
 // (they add them in f64, the unpacked kernels in f32).
 LAMINA_QUANT_API void matmul(const PackedWeights& w, const QuantizedActivations& x, float* y, ThreadPool& pool);
 
+// Whether matmul_as_packed takes `format` (Q4_K and Q5_K).
+LAMINA_QUANT_API bool has_packed_arithmetic_on_file_layout(QuantFormat format);
+
+// What matmul(pack_weights(format, w, n_out, n_in), x, y, pool) gives, bit
+// for bit on every target, from the rows in the file's layout (as the
+// matmul of kernels.h takes them): the packed kernels' f64 sums instead of
+// the unpacked kernels' f32 lanes. It lets a model run its first steps
+// before its matrices are packed and swap the packed copies in later with
+// no change of any output. Decoding runs slower than with either layout's
+// kernel (a horizontal integer sum per block and row; on AVX3_DL about 81%
+// of the read bandwidth against 92-98%), prompts about as fast as the
+// unpacked kernels. Throws std::invalid_argument for a format
+// has_packed_arithmetic_on_file_layout rejects or activations that are not
+// n_in columns of format_traits(format).activation.
+LAMINA_QUANT_API void matmul_as_packed(QuantFormat format, const void* w, size_t n_out, size_t n_in,
+                                       const QuantizedActivations& x, float* y, ThreadPool& pool);
+
 }  // namespace lamina::quant

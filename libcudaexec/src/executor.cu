@@ -424,25 +424,13 @@ void Executor::Impl::check_positions(std::span<const model::TokenInput> batch) c
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const model::TokenInput& t = batch[i];
     if (t.pos / model::kKvBlockPositions < table_size[t.seq]) continue;
-    throw model::ModelError("token " + std::to_string(i) + " of the batch: position " + std::to_string(t.pos) +
-                            " of slot " + std::to_string(t.seq) + " lies past the " +
-                            std::to_string(table_size[t.seq]) + " KV blocks its table holds");
+    model::throw_position_past_table(i, t, table_size[t.seq]);
   }
 }
 
 void Executor::set_block_table(uint32_t seq, std::span<const uint32_t> blocks) {
   Impl& s = *impl_;
-  if (seq >= s.options.n_seq)
-    throw model::ModelError("KV cache: block table for slot " + std::to_string(seq) + " of " +
-                            std::to_string(s.options.n_seq));
-  if (blocks.size() > s.blocks_per_seq)
-    throw model::ModelError("KV cache: " + std::to_string(blocks.size()) + " blocks for slot " + std::to_string(seq) +
-                            ", more than its " + std::to_string(s.options.n_ctx) + " positions need");
-  for (std::size_t i = 0; i < blocks.size(); ++i)
-    if (blocks[i] >= s.n_blocks)
-      throw model::ModelError("KV cache: block " + std::to_string(blocks[i]) + " (entry " + std::to_string(i) +
-                              " of slot " + std::to_string(seq) + "'s table) outside the pool of " +
-                              std::to_string(s.n_blocks));
+  model::check_block_table(seq, blocks, s.options.n_seq, s.options.n_ctx, s.n_blocks);
   uint32_t* row = s.table_host.data() + std::size_t{seq} * s.blocks_per_seq;
   std::copy(blocks.begin(), blocks.end(), row);
   std::fill(row + blocks.size(), row + s.blocks_per_seq, 0u);
@@ -458,11 +446,7 @@ void Executor::set_block_table(uint32_t seq, std::span<const uint32_t> blocks) {
 
 void Executor::copy_kv_block(uint32_t src, uint32_t dst, uint32_t n_pos) {
   Impl& s = *impl_;
-  if (src >= s.n_blocks || dst >= s.n_blocks || n_pos > model::kKvBlockPositions)
-    throw model::ModelError("KV cache: copying " + std::to_string(n_pos) + " positions from block " +
-                            std::to_string(src) + " to block " + std::to_string(dst) + " of " +
-                            std::to_string(s.n_blocks) + " blocks of " + std::to_string(model::kKvBlockPositions) +
-                            " positions");
+  model::check_block_copy(src, dst, n_pos, s.n_blocks);
   if (src == dst || n_pos == 0) return;
   // Per layer, the block's first n_pos rows: one 2D copy for K and one for V.
   for (const auto& st : s.stages) {

@@ -50,17 +50,35 @@ KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options)
   }
 }
 
-void KvCache::set_block_table(uint32_t seq, std::span<const uint32_t> blocks) {
-  if (seq >= n_seq_)
-    throw ModelError("KV cache: block table for slot " + std::to_string(seq) + " of " + std::to_string(n_seq_));
-  if (blocks.size() > kv_blocks_for(n_ctx_))
+void check_block_table(uint32_t seq, std::span<const uint32_t> blocks, uint32_t n_seq, uint32_t n_ctx,
+                       uint32_t n_blocks) {
+  if (seq >= n_seq)
+    throw ModelError("KV cache: block table for slot " + std::to_string(seq) + " of " + std::to_string(n_seq));
+  if (blocks.size() > kv_blocks_for(n_ctx))
     throw ModelError("KV cache: " + std::to_string(blocks.size()) + " blocks for slot " + std::to_string(seq) +
-                     ", more than its " + std::to_string(n_ctx_) + " positions need");
+                     ", more than its " + std::to_string(n_ctx) + " positions need");
   for (std::size_t i = 0; i < blocks.size(); ++i)
-    if (blocks[i] >= n_blocks_)
+    if (blocks[i] >= n_blocks)
       throw ModelError("KV cache: block " + std::to_string(blocks[i]) + " (entry " + std::to_string(i) +
                        " of slot " + std::to_string(seq) + "'s table) outside the pool of " +
-                       std::to_string(n_blocks_));
+                       std::to_string(n_blocks));
+}
+
+void check_block_copy(uint32_t src, uint32_t dst, uint32_t n_pos, uint32_t n_blocks) {
+  if (src >= n_blocks || dst >= n_blocks || n_pos > kKvBlockPositions)
+    throw ModelError("KV cache: copying " + std::to_string(n_pos) + " positions from block " + std::to_string(src) +
+                     " to block " + std::to_string(dst) + " of " + std::to_string(n_blocks) + " blocks of " +
+                     std::to_string(kKvBlockPositions) + " positions");
+}
+
+void throw_position_past_table(std::size_t index, const TokenInput& t, uint32_t table_blocks) {
+  throw ModelError("token " + std::to_string(index) + " of the batch: position " + std::to_string(t.pos) +
+                   " of slot " + std::to_string(t.seq) + " lies past the " + std::to_string(table_blocks) +
+                   " KV blocks its table holds");
+}
+
+void KvCache::set_block_table(uint32_t seq, std::span<const uint32_t> blocks) {
+  check_block_table(seq, blocks, n_seq_, n_ctx_, n_blocks_);
   tables_[seq].assign(blocks.begin(), blocks.end());
 }
 
@@ -70,9 +88,7 @@ void KvCache::check_positions(std::span<const TokenInput> batch) const {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const TokenInput& t = batch[i];
     if (t.seq < n_seq_ && t.pos / kKvBlockPositions < tables_[t.seq].size()) continue;
-    throw ModelError("token " + std::to_string(i) + " of the batch: position " + std::to_string(t.pos) +
-                     " of slot " + std::to_string(t.seq) + " lies past the " +
-                     std::to_string(t.seq < n_seq_ ? tables_[t.seq].size() : 0) + " KV blocks its table holds");
+    throw_position_past_table(i, t, t.seq < n_seq_ ? static_cast<uint32_t>(tables_[t.seq].size()) : 0);
   }
 }
 
@@ -97,10 +113,7 @@ std::size_t KvCache::offset(bool value, uint32_t seq, uint32_t layer, uint32_t p
 }
 
 void KvCache::copy_block(uint32_t src, uint32_t dst, uint32_t n_pos) {
-  if (src >= n_blocks_ || dst >= n_blocks_ || n_pos > kKvBlockPositions)
-    throw ModelError("KV cache: copying " + std::to_string(n_pos) + " positions from block " + std::to_string(src) +
-                     " to block " + std::to_string(dst) + " of " + std::to_string(n_blocks_) + " blocks of " +
-                     std::to_string(kKvBlockPositions) + " positions");
+  check_block_copy(src, dst, n_pos, n_blocks_);
   if (src == dst || n_pos == 0) return;
   for (const bool value : {false, true}) {
     if (value && values_in_keys_) continue;

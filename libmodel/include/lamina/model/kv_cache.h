@@ -28,6 +28,18 @@ inline constexpr uint32_t kv_blocks_for(uint32_t n_pos) {
   return (n_pos + kKvBlockPositions - 1) / kKvBlockPositions;
 }
 
+// The argument checks of a pool of n_blocks KV blocks shared by n_seq slots
+// of n_ctx positions, for the CPU cache and the GPU executor alike
+// (ModelError naming the slot, entry, block or position): a slot's table
+// holds at most kv_blocks_for(n_ctx) blocks of the pool; a copy moves at
+// most kKvBlockPositions positions between blocks of the pool; a token's
+// position lies within its slot's table (of table_blocks blocks).
+LAMINA_MODEL_API void check_block_table(uint32_t seq, std::span<const uint32_t> blocks, uint32_t n_seq, uint32_t n_ctx,
+                                        uint32_t n_blocks);
+LAMINA_MODEL_API void check_block_copy(uint32_t src, uint32_t dst, uint32_t n_pos, uint32_t n_blocks);
+[[noreturn]] LAMINA_MODEL_API void throw_position_past_table(std::size_t index, const TokenInput& token,
+                                                             uint32_t table_blocks);
+
 struct LAMINA_MODEL_API KvCacheOptions {
   uint32_t n_ctx = 0;    // positions per sequence
   uint32_t n_seq = 1;    // sequence slots

@@ -423,6 +423,7 @@ std::vector<float> CpuForward::trace_last_token(std::span<const TokenInput> batc
 std::string CpuForward::backend_name() const { return std::string("CPU (") + quant::kernel_target_name() + ")"; }
 
 const ModelConfig& CpuForward::config() const { return state_->c; }
+void CpuForward::finish_background_packing() { state_->linear.finish_background(); }
 uint32_t CpuForward::n_ctx() const { return state_->cache.n_ctx(); }
 uint32_t CpuForward::n_seq() const { return state_->cache.n_seq(); }
 int CpuForward::n_threads() const { return static_cast<int>(state_->pool.num_threads()); }

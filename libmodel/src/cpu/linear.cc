@@ -107,6 +107,14 @@ void Linear::adopt_packed() {
   if (background_->finished()) background_.reset();
 }
 
+void Linear::finish_background() {
+  while (background_) {
+    background_->pause(false);
+    background_->wait_ready(1);
+    adopt_packed();
+  }
+}
+
 const quant::PackedWeights* Linear::packed(const Matrix& w) const {
   if (packed_.empty()) return nullptr;
   const auto it = packed_.find(w.data);

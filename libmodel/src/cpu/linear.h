@@ -52,6 +52,9 @@ class Linear {
   // Swaps in the copies the background packing has finished. Call it
   // between steps only (never while a product runs).
   void adopt_packed();
+  // Waits for the background packing to finish, swapping the copies in as
+  // they come (between steps only, as adopt_packed).
+  void finish_background();
   // Holds the background packing (after the matrix in hand) or lets it go
   // on; nothing without one.
   void pause_background(bool paused) {

@@ -43,7 +43,7 @@ struct LAMINA_MODEL_API ForwardOptions {
   bool pack_weights = true;
   // With pack_weights: the formats that have kernels on the file's layout
   // with the packed layouts' arithmetic (Q4_K, Q5_K) are packed by a thread
-  // of their own at the lowest priority instead of at load, and swapped in
+  // of their own instead of at load, and swapped in
   // between steps; until then they run on the file's layout. The outputs
   // are the same bits either way, whenever the swaps happen. The other
   // packed formats are packed at load.
@@ -143,6 +143,10 @@ class LAMINA_MODEL_API CpuForward final : public Forward {
   uint32_t n_ctx() const override;
   uint32_t n_seq() const override;
   int n_threads() const;
+  // Waits for the background packing (ForwardOptions::pack_in_background)
+  // to finish and swaps every copy in: steady-state timings (lamina-bench)
+  // start after it. Outputs are the same bits before and after.
+  void finish_background_packing();
   std::size_t kv_cache_bytes() const override;
   std::string backend_name() const override;
   uint32_t kv_blocks() const override;

@@ -415,6 +415,19 @@ TEST(GpuForward, HiddenStatesMatchTheCpuAndIgnoreTheBatch) {
   EXPECT_TRUE(std::equal(alone.begin(), alone.end(), both.begin() + E));
 }
 
+// Slot 2 goes on from slot 0's first 256 positions (its first block, then
+// block 9): `other` gives `one`'s logits bit for bit.
+void expect_shared_prefix_equal(Forward& one, Forward& other, std::size_t V) {
+  other.set_block_table(2, std::vector<uint32_t>{0, 9});
+  one.set_block_table(2, std::vector<uint32_t>{0, 9});
+  std::vector<TokenInput> rest;
+  for (uint32_t i = 256; i < 280; ++i) rest.push_back({static_cast<int32_t>((i * 31) % V), i, 2, i % 8 == 0});
+  const auto c = one.decode(rest);
+  const std::vector<float> rest_one(c.begin(), c.end());
+  const auto d = other.decode(rest);
+  EXPECT_TRUE(std::equal(rest_one.begin(), rest_one.end(), d.begin(), d.end()));
+}
+
 // Layers split over GPUs (over two, or the one GPU named twice where there
 // is one; the test models have two layers) give one GPU's bits: prompts in
 // chunks beside other sequences and cut into many steps, decode steps
@@ -456,15 +469,7 @@ TEST(GpuForward, LayerSplitGivesOneGpusBits) {
       const std::vector<float> hidden_one(a.begin(), a.end());
       const auto b = split->hidden_states(prompt_batch(ids, 3, false));
       EXPECT_TRUE(std::equal(hidden_one.begin(), hidden_one.end(), b.begin(), b.end()));
-      // Slot 2 goes on from slot 0's first 256 positions (its first block).
-      split->set_block_table(2, std::vector<uint32_t>{0, 9});
-      one->set_block_table(2, std::vector<uint32_t>{0, 9});
-      std::vector<TokenInput> rest;
-      for (uint32_t i = 256; i < 280; ++i) rest.push_back({static_cast<int32_t>((i * 31) % V), i, 2, i % 8 == 0});
-      const auto c = one->decode(rest);
-      const std::vector<float> rest_one(c.begin(), c.end());
-      const auto d = split->decode(rest);
-      EXPECT_TRUE(std::equal(rest_one.begin(), rest_one.end(), d.begin(), d.end()));
+      expect_shared_prefix_equal(*one, *split, V);
       EXPECT_NE(split->device_memory_report().find("GPU " + std::to_string(devices.back())), std::string::npos)
           << split->device_memory_report();
     }
@@ -536,17 +541,9 @@ TEST(GpuForward, TensorParallelGivesTheSameBitsOnEveryGpuCount) {
       EXPECT_EQ(greedy(*split, ids, 12), want_greedy);
       const auto b = split->hidden_states(prompt_batch(ids, 3, false));
       EXPECT_TRUE(std::equal(want_hidden.begin(), want_hidden.end(), b.begin(), b.end()));
-      // Slot 2 goes on from slot 0's first 256 positions (its first block).
       if (len >= 280) {
-        split->set_block_table(2, std::vector<uint32_t>{0, 9});
-        one->set_block_table(2, std::vector<uint32_t>{0, 9});
-        std::vector<TokenInput> rest;
-        for (uint32_t i = 256; i < 280; ++i) rest.push_back({static_cast<int32_t>((i * 31) % V), i, 2, i % 8 == 0});
-        const auto c = one->decode(rest);
-        const std::vector<float> rest_one(c.begin(), c.end());
-        const auto d = split->decode(rest);
-        EXPECT_TRUE(std::equal(rest_one.begin(), rest_one.end(), d.begin(), d.end()));
-        one->set_block_table(2, std::vector<uint32_t>{6, 7, 8});
+        expect_shared_prefix_equal(*one, *split, V);
+        one->set_block_table(2, std::vector<uint32_t>{6, 7, 8});  // slot 2's own run again
       }
       EXPECT_NE(split->device_memory_report().find("GPU " + std::to_string(n - 1)), std::string::npos)
           << split->device_memory_report();

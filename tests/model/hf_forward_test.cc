@@ -224,7 +224,9 @@ void expect_within_noise_ratio(const std::string& what, const Agreement& q8, con
   const double allowed = 2 * q8_0_over_f16_noise_power();
   EXPECT_LE(q8.mean_kl, allowed * f16.mean_kl) << what;
   EXPECT_LE(q8.rms_over_std, std::sqrt(allowed) * f16.rms_over_std) << what;
-  if (check_max) EXPECT_LE(q8.max_kl, allowed * f16.max_kl) << what;
+  if (check_max) {
+    EXPECT_LE(q8.max_kl, allowed * f16.max_kl) << what;
+  }
   std::printf("%s: q8_0 KV mean KL %.2e (%.2f of the allowance), rms/std %.4f, max KL %.2e, top-1 %zu/%zu; "
               "f16 KV mean KL %.2e; r^2 %.0f\n",
               what.c_str(), q8.mean_kl, q8.mean_kl / (allowed * f16.mean_kl), q8.rms_over_std, q8.max_kl,

@@ -151,7 +151,7 @@ void ForwardStep::row_parallel(const DeviceMatrix& w, const float* x, uint32_t n
                "all-gather of a row-parallel product's slices");
     parts = b_.tp_gathered;
   }
-  sum_slices(parts, kTensorSlices, std::size_t{n} * E, E, n, bias, residual, out, E, stream);
+  sum_terms(parts, kTensorSlices, E, std::size_t{n} * E, E, n, bias, residual, out, E, stream);
 }
 
 void ForwardStep::output_product(const DeviceMatrix& w, const float* x, uint32_t n, float* y, const float* bias,
@@ -221,7 +221,7 @@ void ForwardStep::moe_ffn(uint32_t layer, uint32_t n, cudaStream_t stream) {
   experts(l.down_exps, l.down_exps_bias, b_.moe_gate, b_.moe_down);
   scatter_scaled_rows(b_.moe_down, D, b_.moe_slots, b_.moe_weights, D, NK, b_.moe_out, D, stream);
   forget_activations();
-  sum_row_groups(b_.moe_out, K, D, n, b_.proj, D, stream);
+  sum_terms(b_.moe_out, K, std::size_t{K} * D, D, D, n, nullptr, nullptr, b_.proj, D, stream);
   if (l.gate_shexp) {
     const uint32_t S = l.gate_shexp.n_out;
     linear(l.gate_shexp, b_.h, n, b_.gate, S, nullptr, nullptr, stream);

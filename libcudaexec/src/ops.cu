@@ -168,27 +168,16 @@ __global__ void scatter_scaled_rows_kernel(const float* src, std::size_t src_str
   if (i < n) dst[static_cast<std::size_t>(slots[r]) * dst_stride + i] = src[r * src_stride + i] * weights[r];
 }
 
-__global__ void sum_row_groups_kernel(const float* in, uint32_t group, uint32_t n, float* out,
-                                      std::size_t out_stride) {
+__global__ void sum_terms_kernel(const float* in, uint32_t n_terms, std::size_t row_stride, std::size_t term_stride,
+                                 uint32_t n, const float* bias, const float* residual, float* out,
+                                 std::size_t out_stride) {
   enter_dependent_kernel();
   const uint32_t r = blockIdx.y;
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const float* g = in + std::size_t{r} * group * n + i;
-  float s = g[0];
-  for (uint32_t k = 1; k < group; ++k) s += g[std::size_t{k} * n];
-  out[r * out_stride + i] = s;
-}
-
-__global__ void sum_slices_kernel(const float* parts, uint32_t n_slices, std::size_t slice_stride, uint32_t n,
-                                  const float* bias, const float* residual, float* out, std::size_t out_stride) {
-  enter_dependent_kernel();
-  const uint32_t r = blockIdx.y;
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const float* p = parts + std::size_t{r} * n + i;
-  float s = bias ? bias[i] : 0.0f;
-  for (uint32_t k = 0; k < n_slices; ++k) s += p[k * slice_stride];
+  const float* t = in + r * row_stride + i;
+  float s = bias ? bias[i] + t[0] : t[0];
+  for (uint32_t k = 1; k < n_terms; ++k) s += t[k * term_stride];
   const std::size_t at = r * out_stride + i;
   out[at] = residual ? residual[at] + s : s;
 }
@@ -326,17 +315,12 @@ void scatter_scaled_rows(const float* src, std::size_t src_stride, const int32_t
                 weights, n, dst, dst_stride);
 }
 
-void sum_row_groups(const float* in, uint32_t group, uint32_t n, uint32_t n_rows, float* out, std::size_t out_stride,
-                    cudaStream_t stream) {
+void sum_terms(const float* in, uint32_t n_terms, std::size_t row_stride, std::size_t term_stride, uint32_t n,
+               uint32_t n_rows, const float* bias, const float* residual, float* out, std::size_t out_stride,
+               cudaStream_t stream) {
   if (n_rows == 0) return;
-  launch_kernel(sum_row_groups_kernel, row_grid(n, n_rows), dim3(kThreads), 0, stream, in, group, n, out, out_stride);
-}
-
-void sum_slices(const float* parts, uint32_t n_slices, std::size_t slice_stride, uint32_t n, uint32_t n_rows,
-                const float* bias, const float* residual, float* out, std::size_t out_stride, cudaStream_t stream) {
-  if (n_rows == 0) return;
-  launch_kernel(sum_slices_kernel, row_grid(n, n_rows), dim3(kThreads), 0, stream, parts, n_slices, slice_stride, n,
-                bias, residual, out, out_stride);
+  launch_kernel(sum_terms_kernel, row_grid(n, n_rows), dim3(kThreads), 0, stream, in, n_terms, row_stride,
+                term_stride, n, bias, residual, out, out_stride);
 }
 
 void softcap(float* x, std::size_t n, float cap, cudaStream_t stream) {

@@ -132,16 +132,14 @@ void copy_rows(const float* src, std::size_t src_stride, const int32_t* rows, ui
 void scatter_scaled_rows(const float* src, std::size_t src_stride, const int32_t* slots, const float* weights,
                          uint32_t n, uint32_t n_rows, float* dst, std::size_t dst_stride, cudaStream_t stream);
 
-// out[r] = sum over k < group of in[r * group + k], added in k order (n values per row).
-void sum_row_groups(const float* in, uint32_t group, uint32_t n, uint32_t n_rows, float* out, std::size_t out_stride,
-                    cudaStream_t stream);
-
-// out[r][i] = residual[r][i] + (bias[i] + parts[0][r][i] + ... + parts[n_slices - 1][r][i]),
-// added in that order (bias and residual optional; out may equal residual);
-// slice k of the parts starts slice_stride values after slice k - 1, its
-// rows n values apart. The fixed-order sum of tensor parallelism.
-void sum_slices(const float* parts, uint32_t n_slices, std::size_t slice_stride, uint32_t n, uint32_t n_rows,
-                const float* bias, const float* residual, float* out, std::size_t out_stride, cudaStream_t stream);
+// out[r][i] = residual[r][i] + (bias[i] + in[r][0][i] + ... + in[r][n_terms - 1][i]), added in that
+// order (bias and residual optional; out may equal residual), term k of row r at
+// in + r * row_stride + k * term_stride, n values. Both fixed-order sums: an
+// expert mixture's weighted outputs (terms adjacent within a row) and tensor
+// parallelism's slices of a row-parallel product (slices of all rows one after another).
+void sum_terms(const float* in, uint32_t n_terms, std::size_t row_stride, std::size_t term_stride, uint32_t n,
+               uint32_t n_rows, const float* bias, const float* residual, float* out, std::size_t out_stride,
+               cudaStream_t stream);
 
 // x = cap * tanh(x / cap), n values in place.
 void softcap(float* x, std::size_t n, float cap, cudaStream_t stream);

@@ -199,6 +199,20 @@ Executor::Impl::Impl(const model::ModelConfig& m, const model::Weights& w, const
                                                tp > 1 ? communicators.comms[r] : nullptr));
     }
     ranks = std::make_unique<RankThreads>(tp);
+    if (tp > 1) {
+      // NCCL connects a communicator's ranks at its first collective, which
+      // allocates and so cannot happen inside a graph capture (a first step
+      // that is a decode would be captured): one small all-gather here, every
+      // rank at once, outside any capture.
+      ranks->run([&](uint32_t r) {
+        Stage& st = *stages[r];
+        LAMINA_CUDA_CHECK(cudaSetDevice(st.device));
+        nccl_check(nccl().all_gather(st.buffers.tp_parts, st.buffers.tp_gathered, 1, ncclFloat,
+                                     communicators.comms[r], st.stream),
+                   "connecting the GPUs (a first all-gather)");
+        LAMINA_CUDA_CHECK(cudaStreamSynchronize(st.stream));
+      });
+    }
   } else {
     const std::vector<LayerRange> ranges = split_layers(m.n_layer, options.devices);
     for (std::size_t i = 0; i < ranges.size(); ++i)

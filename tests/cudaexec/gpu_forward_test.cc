@@ -525,10 +525,15 @@ TEST(GpuForward, TensorParallelGivesTheSameBitsOnEveryGpuCount) {
     const std::vector<int32_t> want_greedy = greedy(*one, ids, 12);
     const auto h = one->hidden_states(prompt_batch(ids, 3, false));
     const std::vector<float> want_hidden(h.begin(), h.end());
+    // A fresh executor's first step a decode, captured as a graph before any
+    // collective ran outside one.
+    const std::vector<int32_t> first_token = {ids[0]};
+    const std::vector<int32_t> want_first = greedy(*make_gpu_forward(*m, fo, g), first_token, 8);
     for (const uint32_t n : {2u, 4u}) {
       if (static_cast<int>(n) > n_dev || m->config().n_head_kv % n != 0) continue;
       SCOPED_TRACE(std::to_string(n) + " GPUs");
       g.tensor_parallel = n;
+      EXPECT_EQ(greedy(*make_gpu_forward(*m, fo, g), first_token, 8), want_first);
       {
         // Steps of up to 512 rows (as below, of up to 64).
         const auto long_steps = make_gpu_forward(*m, fo, g);

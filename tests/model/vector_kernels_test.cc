@@ -69,8 +69,8 @@ TEST_P(VectorKernels, DotRowsWithinF32RoundingOfExact) {
       std::vector<float> got_f32(n_rows), got_f16(n_rows);
       scalar::dot_rows(a.data(), rows.f32.data(), stride, n_rows, n, exact.data());
       scalar::dot_rows(a.data(), rows.f16.data(), stride, n_rows, n, exact_f16.data());
-      dot_rows(a.data(), rows.f32.data(), stride, n_rows, n, got_f32.data());
-      dot_rows(a.data(), rows.f16.data(), stride, n_rows, n, got_f16.data());
+      dot_rows(a.data(), n, 1, rows.f32.data(), stride, n_rows, n, got_f32.data(), n_rows);
+      dot_rows(a.data(), n, 1, rows.f16.data(), stride, n_rows, n, got_f16.data(), n_rows);
       for (std::size_t r = 0; r < n_rows; ++r) {
         double magnitude = 0.0;
         for (std::size_t i = 0; i < n; ++i) magnitude += std::fabs(double(a[i]) * rows.f32[r * stride + i]);
@@ -83,7 +83,7 @@ TEST_P(VectorKernels, DotRowsWithinF32RoundingOfExact) {
       // A row's result does not depend on how many rows come with it.
       for (std::size_t r = 0; r < n_rows; ++r) {
         float alone = 0.0f;
-        dot_rows(a.data(), rows.f16.data() + r * stride, stride, 1, n, &alone);
+        dot_rows(a.data(), n, 1, rows.f16.data() + r * stride, stride, 1, n, &alone, 1);
         EXPECT_EQ(std::memcmp(&alone, &got_f16[r], sizeof(float)), 0) << "n=" << n << " row " << r;
       }
     }
@@ -104,13 +104,63 @@ TEST_P(VectorKernels, AccumulateRowsWithinF32RoundingOfExact) {
       std::vector<double> exact(start.begin(), start.end());
       std::vector<float> got_f32 = start, got_f16 = start;
       scalar::accumulate_rows(p.data(), rows.f32.data(), stride, n_rows, n, exact.data());
-      accumulate_rows(p.data(), rows.f32.data(), stride, n_rows, n, got_f32.data());
-      accumulate_rows(p.data(), rows.f16.data(), stride, n_rows, n, got_f16.data());
+      accumulate_rows(p.data(), n_rows, 1, rows.f32.data(), stride, n_rows, n, got_f32.data(), n);
+      accumulate_rows(p.data(), n_rows, 1, rows.f16.data(), stride, n_rows, n, got_f16.data(), n);
       for (std::size_t i = 0; i < n; ++i) {
         double magnitude = std::fabs(start[i]);
         for (std::size_t r = 0; r < n_rows; ++r) magnitude += std::fabs(double(p[r]) * rows.f32[r * stride + i]);
         EXPECT_NEAR(got_f32[i], exact[i], sum_error_bound(n_rows, magnitude)) << "n=" << n << " i=" << i;
         EXPECT_EQ(std::memcmp(&got_f16[i], &got_f32[i], sizeof(float)), 0) << "f16 n=" << n << " i=" << i;
+      }
+    }
+  }
+  expect_target();
+}
+
+// Several queries over the same rows in one call (the heads sharing a KV
+// head) give each query the bits it gets alone, for query counts across the
+// kernels' groupings, f32 and f16 rows.
+TEST_P(VectorKernels, SeveralQueriesGiveEachQuerysBitsAlone) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> weight(0.0f, 1.0f);
+  for (std::size_t n : {1, 15, 16, 17, 64, 100, 128, 257}) {
+    for (std::size_t n_rows : {1, 3, 4, 5, 16, 33, 64}) {
+      for (std::size_t n_queries : {2, 3, 4, 5, 6, 7, 8, 9}) {
+        const std::size_t stride = n + 3, a_stride = n + 1, p_stride = n_rows + 2, acc_stride = n + 2;
+        const std::vector<float> a = random_values(n_queries * a_stride, rng, 1.0f);
+        const Rows rows = random_rows(n_rows, stride, rng, 3.0f);
+        std::vector<float> p(n_queries * p_stride), start(n_queries * acc_stride);
+        for (float& x : p) x = weight(rng);
+        for (float& x : start) x = weight(rng) - 0.5f;
+        for (int form = 0; form < 2; ++form) {
+          const bool f16 = form == 1;
+          std::vector<float> dots(n_queries * n_rows), acc = start;
+          if (f16) {
+            dot_rows(a.data(), a_stride, n_queries, rows.f16.data(), stride, n_rows, n, dots.data(), n_rows);
+            accumulate_rows(p.data(), p_stride, n_queries, rows.f16.data(), stride, n_rows, n, acc.data(), acc_stride);
+          } else {
+            dot_rows(a.data(), a_stride, n_queries, rows.f32.data(), stride, n_rows, n, dots.data(), n_rows);
+            accumulate_rows(p.data(), p_stride, n_queries, rows.f32.data(), stride, n_rows, n, acc.data(), acc_stride);
+          }
+          for (std::size_t q = 0; q < n_queries; ++q) {
+            std::vector<float> alone_dots(n_rows);
+            std::vector<float> alone_acc(start.begin() + q * acc_stride, start.begin() + q * acc_stride + n);
+            if (f16) {
+              dot_rows(a.data() + q * a_stride, n, 1, rows.f16.data(), stride, n_rows, n, alone_dots.data(), n_rows);
+              accumulate_rows(p.data() + q * p_stride, n_rows, 1, rows.f16.data(), stride, n_rows, n, alone_acc.data(), n);
+            } else {
+              dot_rows(a.data() + q * a_stride, n, 1, rows.f32.data(), stride, n_rows, n, alone_dots.data(), n_rows);
+              accumulate_rows(p.data() + q * p_stride, n_rows, 1, rows.f32.data(), stride, n_rows, n, alone_acc.data(), n);
+            }
+            EXPECT_EQ(std::memcmp(dots.data() + q * n_rows, alone_dots.data(), n_rows * sizeof(float)), 0)
+                << (f16 ? "f16" : "f32") << " dots n=" << n << " rows " << n_rows << " query " << q << " of " << n_queries;
+            EXPECT_EQ(std::memcmp(acc.data() + q * acc_stride, alone_acc.data(), n * sizeof(float)), 0)
+                << (f16 ? "f16" : "f32") << " acc n=" << n << " rows " << n_rows << " query " << q << " of " << n_queries;
+            // Nothing written past a query's n values.
+            for (std::size_t i = n; i < acc_stride && q + 1 < n_queries; ++i)
+              EXPECT_EQ(acc[q * acc_stride + i], start[q * acc_stride + i]);
+          }
+        }
       }
     }
   }

@@ -39,13 +39,14 @@ uint32_t first_visible(const AttentionShape& shape, uint32_t pos) {
 
 Attention::Attention(int n_threads) {
   scratch_.resize(static_cast<std::size_t>(std::max(1, n_threads)));
-  for (auto& s : scratch_) s.scores.resize(kTilePositions);
 }
 
 void Attention::run(const AttentionShape& shape, const KvCache& cache, uint32_t layer,
                     std::span<const TokenInput> tokens, const float* q, float* out, quant::ThreadPool& pool) {
-  const std::size_t n_queries = std::size_t{kTokensPerGroup} * (shape.n_head / shape.n_head_kv);
+  const std::size_t group = shape.n_head / shape.n_head_kv;
+  const std::size_t n_queries = std::size_t{kTokensPerGroup} * group;
   for (auto& s : scratch_) {
+    if (s.scores.size() < group * kTilePositions) s.scores.resize(group * kTilePositions);
     if (s.acc.size() < n_queries * shape.head_dim_v) s.acc.resize(n_queries * shape.head_dim_v);
     if (s.max.size() < n_queries) s.max.resize(n_queries), s.sum.resize(n_queries);
     if (cache.type() == KvType::Q8_0) {
@@ -131,17 +132,22 @@ void Attention::run_rows(const AttentionShape& shape, const KvCache& cache, uint
             k = cache_rows<Row>(cache, false, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_k;
             v = cache_rows<Row>(cache, true, tok.seq, layer, p0) + std::size_t{kv_head} * shape.head_dim_v;
           }
+          // The group's queries pass over the tile together (each K and V
+          // row loaded once for several of them); each query's sums are
+          // those it gets alone.
+          const std::size_t first = (t - t0) * group;
+          float* scores = s.scores.data();  // [group][kTilePositions]
+          dot_rows(q + t * q_stride + std::size_t{kv_head} * group * shape.head_dim_k, shape.head_dim_k, group, k,
+                   k_stride, n, shape.head_dim_k, scores, kTilePositions);
           for (uint32_t g = 0; g < group; ++g) {
-            const std::size_t query = (t - t0) * group + g;
-            const float* qh = q + t * q_stride + std::size_t{kv_head * group + g} * shape.head_dim_k;
+            const std::size_t query = first + g;
             float* acc = s.acc.data() + query * shape.head_dim_v;
-            float* scores = s.scores.data();
-            dot_rows(qh, k, k_stride, n, shape.head_dim_k, scores);
+            float* query_scores = scores + std::size_t{g} * kTilePositions;
             float tile_max = -INFINITY;
             for (uint32_t j = 0; j < n; ++j) {
-              float score = scores[j] * shape.scale;
+              float score = query_scores[j] * shape.scale;
               if (shape.softcap > 0.0f) score = softcap(score, shape.softcap);
-              scores[j] = score;
+              query_scores[j] = score;
               tile_max = std::max(tile_max, score);
             }
             // A larger max rescales what came before (the first tile's
@@ -152,9 +158,10 @@ void Attention::run_rows(const AttentionShape& shape, const KvCache& cache, uint
               for (uint32_t d = 0; d < shape.head_dim_v; ++d) acc[d] *= factor;
               s.max[query] = tile_max;
             }
-            s.sum[query] += exp_shift_sum(scores, n, s.max[query]);
-            accumulate_rows(scores, v, v_stride, n, shape.head_dim_v, acc);
+            s.sum[query] += exp_shift_sum(query_scores, n, s.max[query]);
           }
+          accumulate_rows(scores, kTilePositions, group, v, v_stride, n, shape.head_dim_v,
+                          s.acc.data() + first * shape.head_dim_v, shape.head_dim_v);
         }
       }
       // The weights stay unnormalized; the output is divided once. A sink

@@ -54,7 +54,7 @@ class Attention {
 
  private:
   struct Scratch {
-    Workspace scores;  // one tile's q . k, scaled and capped, then exp(score - max)
+    Workspace scores;  // per query of a group: one tile's q . k, scaled and capped, then exp(score - max)
     Workspace acc;     // per query: the unnormalized output
     Workspace max, sum;  // per query: the running max and sum of exp(score - max)
     Workspace k_tile, v_tile;  // q8_0: one tile's K and V rows of a KV head, widened to f32

@@ -87,60 +87,77 @@ struct RowsF16 {
 inline constexpr size_t kScalarChunk = 64;
 
 template <class Rows>
-void DotRows(const float* HWY_RESTRICT a, const typename Rows::T* HWY_RESTRICT rows, size_t stride, size_t n_rows,
-             size_t n, float* HWY_RESTRICT out) {
+void DotRows(const float* HWY_RESTRICT a, size_t a_stride, size_t n_queries, const typename Rows::T* HWY_RESTRICT rows,
+             size_t stride, size_t n_rows, size_t n, float* HWY_RESTRICT out, size_t out_stride) {
   double sums[kScalarChunk];
-  for (size_t r = 0; r < n_rows; r += kScalarChunk) {
-    const size_t count = std::min(kScalarChunk, n_rows - r);
-    scalar::dot_rows(a, rows + r * stride, stride, count, n, sums);
-    for (size_t k = 0; k < count; ++k) out[r + k] = static_cast<float>(sums[k]);
+  for (size_t q = 0; q < n_queries; ++q) {
+    for (size_t r = 0; r < n_rows; r += kScalarChunk) {
+      const size_t count = std::min(kScalarChunk, n_rows - r);
+      scalar::dot_rows(a + q * a_stride, rows + r * stride, stride, count, n, sums);
+      for (size_t k = 0; k < count; ++k) out[q * out_stride + r + k] = static_cast<float>(sums[k]);
+    }
   }
 }
 
 template <class Rows>
-void AccumulateRows(const float* HWY_RESTRICT p, const typename Rows::T* HWY_RESTRICT rows, size_t stride,
-                    size_t n_rows, size_t n, float* HWY_RESTRICT acc) {
+void AccumulateRows(const float* HWY_RESTRICT p, size_t p_stride, size_t n_queries,
+                    const typename Rows::T* HWY_RESTRICT rows, size_t stride, size_t n_rows, size_t n,
+                    float* HWY_RESTRICT acc, size_t acc_stride) {
   double sums[kScalarChunk];
-  for (size_t i = 0; i < n; i += kScalarChunk) {
-    const size_t count = std::min(kScalarChunk, n - i);
-    for (size_t k = 0; k < count; ++k) sums[k] = acc[i + k];
-    scalar::accumulate_rows(p, rows + i, stride, n_rows, count, sums);
-    for (size_t k = 0; k < count; ++k) acc[i + k] = static_cast<float>(sums[k]);
+  for (size_t q = 0; q < n_queries; ++q) {
+    float* a = acc + q * acc_stride;
+    for (size_t i = 0; i < n; i += kScalarChunk) {
+      const size_t count = std::min(kScalarChunk, n - i);
+      for (size_t k = 0; k < count; ++k) sums[k] = a[i + k];
+      scalar::accumulate_rows(p + q * p_stride, rows + i, stride, n_rows, count, sums);
+      for (size_t k = 0; k < count; ++k) a[i + k] = static_cast<float>(sums[k]);
+    }
   }
 }
 
 #else  // vectors
 
-// Up to one vector's worth of rows at once (N, the lane count): a's vectors
-// are loaded once for all of them, and each row's sum is its own chain of
-// fused multiply-adds over its vectors in order, the ragged end
-// (zero-padded) last. The N chains' lanes are then summed together by
-// pairing even and odd lanes log2(N) times, which leaves row r's sum, a
-// pairwise sum of its lanes in order, in lane r: a fixed order for a target,
-// whatever rows come with it (absent ones are zeros that stay in their own
-// lanes), and one vector add per row where a lane sum per row takes log2(N).
-// kFull: n_rows is N, known when compiling, so that the sums stay in registers.
-template <class Rows, bool kFull>
-HWY_INLINE void DotRowsTile(const float* HWY_RESTRICT a, const typename Rows::T* HWY_RESTRICT rows, size_t stride,
-                            size_t rows_given, size_t n, float* HWY_RESTRICT out) {
+// G queries (a's rows, a_stride apart) against up to R = N / G rows at once
+// (N, the lane count): accumulator g * R + r holds query g's chain of fused
+// multiply-adds with row r over their vectors in order, the ragged end
+// (zero-padded) last; each row's vectors are loaded (f16 widened) once for
+// the G queries. The N accumulators' lanes are then summed together by
+// pairing even and odd lanes log2(N) times, which leaves accumulator k's sum,
+// a pairwise sum of its lanes in order, in lane k. Every accumulator meets
+// the same pairing tree wherever it sits, so a (query, row) result is the
+// same whatever queries and rows come with it (absent ones are zeros in lanes
+// of their own): a fixed order for a target, one vector add per result where
+// a lane sum per result takes log2(N).
+// kFull: R rows, known when compiling, so that the sums stay in registers.
+template <class Rows, size_t G, bool kFull>
+HWY_INLINE void DotRowsTile(const float* HWY_RESTRICT a, size_t a_stride, const typename Rows::T* HWY_RESTRICT rows,
+                            size_t stride, size_t rows_given, size_t n, float* HWY_RESTRICT out, size_t out_stride) {
   const DF32 df;
   constexpr size_t N = hn::MaxLanes(DF32());
-  const size_t n_rows = kFull ? N : rows_given;
+  constexpr size_t R = N / G;
+  static_assert(R >= 1, "at most N queries at once");
+  const size_t n_rows = kFull ? R : rows_given;
   VF32 sums[N];
-  for (size_t r = 0; r < N; ++r) sums[r] = hn::Zero(df);
+  for (size_t k = 0; k < N; ++k) sums[k] = hn::Zero(df);
   size_t i = 0;
   for (; i + N <= n; i += N) {
-    const VF32 x = hn::LoadU(df, a + i);
-    for (size_t r = 0; r < n_rows; ++r) sums[r] = hn::MulAdd(x, Rows::Load(rows + r * stride + i), sums[r]);
+    VF32 x[G];
+    for (size_t g = 0; g < G; ++g) x[g] = hn::LoadU(df, a + g * a_stride + i);
+    for (size_t r = 0; r < n_rows; ++r) {
+      const VF32 row = Rows::Load(rows + r * stride + i);
+      for (size_t g = 0; g < G; ++g) sums[g * R + r] = hn::MulAdd(x[g], row, sums[g * R + r]);
+    }
   }
   if (i < n) {
-    HWY_ALIGN float a_tail[hn::MaxLanes(df)] = {};
+    HWY_ALIGN float a_tail[G][hn::MaxLanes(df)] = {};
     HWY_ALIGN float row_tail[hn::MaxLanes(df)] = {};
-    for (size_t k = i; k < n; ++k) a_tail[k - i] = a[k];
-    const VF32 x = hn::Load(df, a_tail);
+    for (size_t g = 0; g < G; ++g) {
+      for (size_t k = i; k < n; ++k) a_tail[g][k - i] = a[g * a_stride + k];
+    }
     for (size_t r = 0; r < n_rows; ++r) {
       for (size_t k = i; k < n; ++k) row_tail[k - i] = Rows::Scalar(rows[r * stride + k]);
-      sums[r] = hn::MulAdd(x, hn::Load(df, row_tail), sums[r]);
+      const VF32 row = hn::Load(df, row_tail);
+      for (size_t g = 0; g < G; ++g) sums[g * R + r] = hn::MulAdd(hn::Load(df, a_tail[g]), row, sums[g * R + r]);
     }
   }
   for (size_t width = N; width > 1; width /= 2) {
@@ -148,83 +165,145 @@ HWY_INLINE void DotRowsTile(const float* HWY_RESTRICT a, const typename Rows::T*
       sums[j] = hn::Add(hn::ConcatEven(df, sums[2 * j + 1], sums[2 * j]), hn::ConcatOdd(df, sums[2 * j + 1], sums[2 * j]));
     }
   }
-  if (n_rows == N) {
+  if (G == 1 && n_rows == N) {
     hn::StoreU(sums[0], df, out);
   } else {
     HWY_ALIGN float lanes[hn::MaxLanes(df)];
     hn::Store(sums[0], df, lanes);
-    for (size_t r = 0; r < n_rows; ++r) out[r] = lanes[r];
+    for (size_t g = 0; g < G; ++g) {
+      for (size_t r = 0; r < n_rows; ++r) out[g * out_stride + r] = lanes[g * R + r];
+    }
   }
 }
 
-template <class Rows>
-void DotRows(const float* HWY_RESTRICT a, const typename Rows::T* HWY_RESTRICT rows, size_t stride, size_t n_rows,
-             size_t n, float* HWY_RESTRICT out) {
-  constexpr size_t N = hn::MaxLanes(DF32());
+template <class Rows, size_t G>
+void DotRowsGroup(const float* HWY_RESTRICT a, size_t a_stride, const typename Rows::T* HWY_RESTRICT rows,
+                  size_t stride, size_t n_rows, size_t n, float* HWY_RESTRICT out, size_t out_stride) {
+  constexpr size_t R = hn::MaxLanes(DF32()) / G;
   size_t r = 0;
-  for (; r + N <= n_rows; r += N) DotRowsTile<Rows, true>(a, rows + r * stride, stride, N, n, out + r);
-  if (r < n_rows) DotRowsTile<Rows, false>(a, rows + r * stride, stride, n_rows - r, n, out + r);
+  for (; r + R <= n_rows; r += R) DotRowsTile<Rows, G, true>(a, a_stride, rows + r * stride, stride, R, n, out + r, out_stride);
+  if (r < n_rows) {
+    DotRowsTile<Rows, G, false>(a, a_stride, rows + r * stride, stride, n_rows - r, n, out + r, out_stride);
+  }
 }
 
-// K vectors of acc held in registers while every row passes. With few
+// Queries in groups of up to 4 (fewer where a vector has fewer lanes).
+template <class Rows>
+void DotRows(const float* HWY_RESTRICT a, size_t a_stride, size_t n_queries, const typename Rows::T* HWY_RESTRICT rows,
+             size_t stride, size_t n_rows, size_t n, float* HWY_RESTRICT out, size_t out_stride) {
+  constexpr size_t kMaxGroup = std::min<size_t>(4, hn::MaxLanes(DF32()));
+  for (size_t q = 0; q < n_queries;) {
+    const size_t g = std::min(kMaxGroup, n_queries - q);
+    const float* aq = a + q * a_stride;
+    float* oq = out + q * out_stride;
+    if (g >= 4 && kMaxGroup >= 4) {
+      DotRowsGroup<Rows, kMaxGroup>(aq, a_stride, rows, stride, n_rows, n, oq, out_stride);
+    } else if (g >= 2) {
+      DotRowsGroup<Rows, 2>(aq, a_stride, rows, stride, n_rows, n, oq, out_stride);
+    } else {
+      DotRowsGroup<Rows, 1>(aq, a_stride, rows, stride, n_rows, n, oq, out_stride);
+    }
+    q += g >= 4 ? kMaxGroup : g >= 2 ? 2 : 1;
+  }
+}
+
+// K vectors of G queries' acc held in registers while every row passes, each
+// row's vectors loaded (f16 widened) once for the G queries. With few
 // vectors a second bank takes the odd rows (added in at the end), so that
-// the multiply-adds are not one chain per vector.
-template <class Rows, size_t K>
-HWY_INLINE void AccumulateChunk(const float* HWY_RESTRICT p, const typename Rows::T* HWY_RESTRICT rows,
-                                size_t stride, size_t n_rows, float* HWY_RESTRICT acc) {
+// the multiply-adds are not one chain per vector; a query's chains are the
+// same whatever G is.
+template <class Rows, size_t K, size_t G>
+HWY_INLINE void AccumulateChunk(const float* HWY_RESTRICT p, size_t p_stride, const typename Rows::T* HWY_RESTRICT rows,
+                                size_t stride, size_t n_rows, float* HWY_RESTRICT acc, size_t acc_stride) {
   const DF32 df;
   const size_t N = hn::Lanes(df);
   constexpr size_t kBanks = K <= 4 ? 2 : 1;
-  VF32 sums[kBanks][K];
-  for (size_t k = 0; k < K; ++k) {
-    sums[0][k] = hn::LoadU(df, acc + k * N);
-    if constexpr (kBanks == 2) sums[1][k] = hn::Zero(df);
+  VF32 sums[kBanks][G][K];
+  for (size_t g = 0; g < G; ++g) {
+    for (size_t k = 0; k < K; ++k) {
+      sums[0][g][k] = hn::LoadU(df, acc + g * acc_stride + k * N);
+      if constexpr (kBanks == 2) sums[1][g][k] = hn::Zero(df);
+    }
   }
   size_t j = 0;
   for (; j + kBanks <= n_rows; j += kBanks) {
     for (size_t b = 0; b < kBanks; ++b) {
-      const VF32 vp = hn::Set(df, p[j + b]);
+      VF32 vp[G];
+      for (size_t g = 0; g < G; ++g) vp[g] = hn::Set(df, p[g * p_stride + j + b]);
       const typename Rows::T* row = rows + (j + b) * stride;
-      for (size_t k = 0; k < K; ++k) sums[b][k] = hn::MulAdd(vp, Rows::Load(row + k * N), sums[b][k]);
+      for (size_t k = 0; k < K; ++k) {
+        const VF32 v = Rows::Load(row + k * N);
+        for (size_t g = 0; g < G; ++g) sums[b][g][k] = hn::MulAdd(vp[g], v, sums[b][g][k]);
+      }
     }
   }
   for (; j < n_rows; ++j) {
-    const VF32 vp = hn::Set(df, p[j]);
-    for (size_t k = 0; k < K; ++k) sums[0][k] = hn::MulAdd(vp, Rows::Load(rows + j * stride + k * N), sums[0][k]);
+    VF32 vp[G];
+    for (size_t g = 0; g < G; ++g) vp[g] = hn::Set(df, p[g * p_stride + j]);
+    for (size_t k = 0; k < K; ++k) {
+      const VF32 v = Rows::Load(rows + j * stride + k * N);
+      for (size_t g = 0; g < G; ++g) sums[0][g][k] = hn::MulAdd(vp[g], v, sums[0][g][k]);
+    }
   }
-  for (size_t k = 0; k < K; ++k) {
-    if constexpr (kBanks == 2) sums[0][k] = hn::Add(sums[0][k], sums[1][k]);
-    hn::StoreU(sums[0][k], df, acc + k * N);
+  for (size_t g = 0; g < G; ++g) {
+    for (size_t k = 0; k < K; ++k) {
+      if constexpr (kBanks == 2) sums[0][g][k] = hn::Add(sums[0][g][k], sums[1][g][k]);
+      hn::StoreU(sums[0][g][k], df, acc + g * acc_stride + k * N);
+    }
   }
 }
 
+// The queries of one chunk of K vectors, as many at once as the registers
+// hold (32 vector registers on AVX-512, 16 below it).
+template <class Rows, size_t K>
+void AccumulateQueries(const float* HWY_RESTRICT p, size_t p_stride, size_t n_queries,
+                       const typename Rows::T* HWY_RESTRICT rows, size_t stride, size_t n_rows,
+                       float* HWY_RESTRICT acc, size_t acc_stride) {
+  constexpr size_t kRegisters = HWY_TARGET <= HWY_AVX3 ? 24 : 12;
+  constexpr size_t kBanks = K <= 4 ? 2 : 1;
+  constexpr size_t kGroup = std::clamp<size_t>(kRegisters / (kBanks * K), 1, 3);
+  size_t q = 0;
+  for (; q + kGroup <= n_queries; q += kGroup) {
+    AccumulateChunk<Rows, K, kGroup>(p + q * p_stride, p_stride, rows, stride, n_rows, acc + q * acc_stride, acc_stride);
+  }
+  for (; q < n_queries; ++q) AccumulateChunk<Rows, K, 1>(p + q * p_stride, p_stride, rows, stride, n_rows, acc + q * acc_stride, acc_stride);
+}
+
 template <class Rows>
-void AccumulateRows(const float* HWY_RESTRICT p, const typename Rows::T* HWY_RESTRICT rows, size_t stride,
-                    size_t n_rows, size_t n, float* HWY_RESTRICT acc) {
+void AccumulateRows(const float* HWY_RESTRICT p, size_t p_stride, size_t n_queries,
+                    const typename Rows::T* HWY_RESTRICT rows, size_t stride, size_t n_rows, size_t n,
+                    float* HWY_RESTRICT acc, size_t acc_stride) {
   const size_t N = hn::Lanes(DF32());
   size_t i = 0;
-  for (; i + 8 * N <= n; i += 8 * N) AccumulateChunk<Rows, 8>(p, rows + i, stride, n_rows, acc + i);
-  if (i + 4 * N <= n) AccumulateChunk<Rows, 4>(p, rows + i, stride, n_rows, acc + i), i += 4 * N;
-  if (i + 2 * N <= n) AccumulateChunk<Rows, 2>(p, rows + i, stride, n_rows, acc + i), i += 2 * N;
-  if (i + N <= n) AccumulateChunk<Rows, 1>(p, rows + i, stride, n_rows, acc + i), i += N;
-  for (; i < n; ++i) {
-    for (size_t j = 0; j < n_rows; ++j) acc[i] = std::fma(p[j], Rows::Scalar(rows[j * stride + i]), acc[i]);
+  for (; i + 8 * N <= n; i += 8 * N) AccumulateQueries<Rows, 8>(p, p_stride, n_queries, rows + i, stride, n_rows, acc + i, acc_stride);
+  if (i + 4 * N <= n) AccumulateQueries<Rows, 4>(p, p_stride, n_queries, rows + i, stride, n_rows, acc + i, acc_stride), i += 4 * N;
+  if (i + 2 * N <= n) AccumulateQueries<Rows, 2>(p, p_stride, n_queries, rows + i, stride, n_rows, acc + i, acc_stride), i += 2 * N;
+  if (i + N <= n) AccumulateQueries<Rows, 1>(p, p_stride, n_queries, rows + i, stride, n_rows, acc + i, acc_stride), i += N;
+  for (size_t q = 0; q < n_queries; ++q) {
+    for (size_t k = i; k < n; ++k) {
+      float& x = acc[q * acc_stride + k];
+      for (size_t j = 0; j < n_rows; ++j) x = std::fma(p[q * p_stride + j], Rows::Scalar(rows[j * stride + k]), x);
+    }
   }
 }
 
 #endif  // HWY_TARGET == HWY_SCALAR
 
-void DotRowsF32(const float* a, const float* rows, size_t stride, size_t n_rows, size_t n, float* out) {
-  DotRows<RowsF32>(a, rows, stride, n_rows, n, out);
+void DotRowsF32(const float* a, size_t a_stride, size_t n_queries, const float* rows, size_t stride, size_t n_rows,
+                size_t n, float* out, size_t out_stride) {
+  DotRows<RowsF32>(a, a_stride, n_queries, rows, stride, n_rows, n, out, out_stride);
 }
-void DotRowsF16(const float* a, const uint16_t* rows, size_t stride, size_t n_rows, size_t n, float* out) {
-  DotRows<RowsF16>(a, rows, stride, n_rows, n, out);
+void DotRowsF16(const float* a, size_t a_stride, size_t n_queries, const uint16_t* rows, size_t stride, size_t n_rows,
+                size_t n, float* out, size_t out_stride) {
+  DotRows<RowsF16>(a, a_stride, n_queries, rows, stride, n_rows, n, out, out_stride);
 }
-void AccumulateRowsF32(const float* p, const float* rows, size_t stride, size_t n_rows, size_t n, float* acc) {
-  AccumulateRows<RowsF32>(p, rows, stride, n_rows, n, acc);
+void AccumulateRowsF32(const float* p, size_t p_stride, size_t n_queries, const float* rows, size_t stride,
+                       size_t n_rows, size_t n, float* acc, size_t acc_stride) {
+  AccumulateRows<RowsF32>(p, p_stride, n_queries, rows, stride, n_rows, n, acc, acc_stride);
 }
-void AccumulateRowsF16(const float* p, const uint16_t* rows, size_t stride, size_t n_rows, size_t n, float* acc) {
-  AccumulateRows<RowsF16>(p, rows, stride, n_rows, n, acc);
+void AccumulateRowsF16(const float* p, size_t p_stride, size_t n_queries, const uint16_t* rows, size_t stride,
+                       size_t n_rows, size_t n, float* acc, size_t acc_stride) {
+  AccumulateRows<RowsF16>(p, p_stride, n_queries, rows, stride, n_rows, n, acc, acc_stride);
 }
 
 // x[i] = exp(x[i] - shift); returns the sum of the new x, lanes first (a
@@ -349,26 +428,31 @@ HWY_EXPORT(SiluMul);
 HWY_EXPORT(TargetName);
 
 template <class Row>
-void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, float* out) {
+void dot_rows(const float* a, std::size_t a_stride, std::size_t n_queries, const Row* rows, std::size_t stride,
+              std::size_t n_rows, std::size_t n, float* out, std::size_t out_stride) {
   if constexpr (std::is_same_v<Row, float>) {
-    HWY_DYNAMIC_DISPATCH(DotRowsF32)(a, rows, stride, n_rows, n, out);
+    HWY_DYNAMIC_DISPATCH(DotRowsF32)(a, a_stride, n_queries, rows, stride, n_rows, n, out, out_stride);
   } else {
-    HWY_DYNAMIC_DISPATCH(DotRowsF16)(a, rows, stride, n_rows, n, out);
+    HWY_DYNAMIC_DISPATCH(DotRowsF16)(a, a_stride, n_queries, rows, stride, n_rows, n, out, out_stride);
   }
 }
 template <class Row>
-void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                     float* acc) {
+void accumulate_rows(const float* p, std::size_t p_stride, std::size_t n_queries, const Row* rows, std::size_t stride,
+                     std::size_t n_rows, std::size_t n, float* acc, std::size_t acc_stride) {
   if constexpr (std::is_same_v<Row, float>) {
-    HWY_DYNAMIC_DISPATCH(AccumulateRowsF32)(p, rows, stride, n_rows, n, acc);
+    HWY_DYNAMIC_DISPATCH(AccumulateRowsF32)(p, p_stride, n_queries, rows, stride, n_rows, n, acc, acc_stride);
   } else {
-    HWY_DYNAMIC_DISPATCH(AccumulateRowsF16)(p, rows, stride, n_rows, n, acc);
+    HWY_DYNAMIC_DISPATCH(AccumulateRowsF16)(p, p_stride, n_queries, rows, stride, n_rows, n, acc, acc_stride);
   }
 }
-template void dot_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, float*);
-template void dot_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, float*);
-template void accumulate_rows(const float*, const float*, std::size_t, std::size_t, std::size_t, float*);
-template void accumulate_rows(const float*, const uint16_t*, std::size_t, std::size_t, std::size_t, float*);
+template void dot_rows(const float*, std::size_t, std::size_t, const float*, std::size_t, std::size_t, std::size_t,
+                       float*, std::size_t);
+template void dot_rows(const float*, std::size_t, std::size_t, const uint16_t*, std::size_t, std::size_t,
+                       std::size_t, float*, std::size_t);
+template void accumulate_rows(const float*, std::size_t, std::size_t, const float*, std::size_t, std::size_t,
+                              std::size_t, float*, std::size_t);
+template void accumulate_rows(const float*, std::size_t, std::size_t, const uint16_t*, std::size_t, std::size_t,
+                              std::size_t, float*, std::size_t);
 float exp_shift_sum(float* x, std::size_t n, float shift) { return HWY_DYNAMIC_DISPATCH(ExpShiftSum)(x, n, shift); }
 void f32_to_f16_row(const float* x, uint16_t* out, std::size_t n) { HWY_DYNAMIC_DISPATCH(F32ToF16Row)(x, out, n); }
 void f16_to_f32_row(const uint16_t* x, float* out, std::size_t n) { HWY_DYNAMIC_DISPATCH(F16ToF32Row)(x, out, n); }

@@ -22,15 +22,21 @@ namespace lamina::model::cpu {
 // them, rounded to f32); the tests bound the difference by the f32 rounding
 // error those sums can carry.
 
-// Row: float (rows of an f32 cache) or uint16_t (f16 bits).
-// out[r] = sum a[i] * row_r[i], row_r = rows + r * stride, for r < n_rows.
+// Row: float (rows of an f32 cache) or uint16_t (f16 bits). Several queries
+// (the heads sharing a KV head) pass over the same rows in one call, each row
+// loaded once for a few of them; each query's results are the bits it gets
+// alone.
+// out[q * out_stride + r] = sum a_q[i] * row_r[i], a_q = a + q * a_stride,
+// row_r = rows + r * stride, for q < n_queries, r < n_rows.
 template <class Row>
-void dot_rows(const float* a, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n, float* out);
+void dot_rows(const float* a, std::size_t a_stride, std::size_t n_queries, const Row* rows, std::size_t stride,
+              std::size_t n_rows, std::size_t n, float* out, std::size_t out_stride);
 
-// acc[i] += sum over r < n_rows of p[r] * row_r[i].
+// acc_q[i] += sum over r < n_rows of p_q[r] * row_r[i], acc_q = acc + q * acc_stride,
+// p_q = p + q * p_stride, for q < n_queries.
 template <class Row>
-void accumulate_rows(const float* p, const Row* rows, std::size_t stride, std::size_t n_rows, std::size_t n,
-                     float* acc);
+void accumulate_rows(const float* p, std::size_t p_stride, std::size_t n_queries, const Row* rows, std::size_t stride,
+                     std::size_t n_rows, std::size_t n, float* acc, std::size_t acc_stride);
 
 // x[i] = exp(x[i] - shift) (Highway's exp, within a few ulp); returns the sum of the new x.
 float exp_shift_sum(float* x, std::size_t n, float shift);
